@@ -1,0 +1,4 @@
+export * from './errors';
+export { errorHandler, toHttpError, type ErrorHandlerOptions, type ErrorLogEntry } from './error-handler';
+export { notFound, methodNotAllowed, requireRepresentation } from './handlers';
+export { securityHeaders, type SecurityHeadersOptions } from './security-headers';

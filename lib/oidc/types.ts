@@ -1,0 +1,20 @@
+/** OpenID Connect state kept server-side in the session after a login (tokens never reach cookies or logs). */
+export interface OidcSessionState {
+  /** Name of the provider the user logged in with. */
+  provider: string;
+  idToken?: string;
+  accessToken?: string;
+  refreshToken?: string;
+  /** Epoch seconds when the access token expires. */
+  expiresAt?: number;
+  /** The `sid` claim of the ID token, for back-channel logout. */
+  sid?: string;
+}
+
+/** What `req.oidc` offers inside a request of a logged-in OIDC session. */
+export interface OidcRequestContext {
+  /** Current access token (refreshed when near expiry), or undefined when the session has none. */
+  accessToken(): Promise<string | undefined>;
+  /** Forces a refresh_token grant now. */
+  refresh(): Promise<void>;
+}

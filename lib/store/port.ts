@@ -1,0 +1,56 @@
+/**
+ * The small storage port the kit's own state goes through (QR login requests, refresh tokens, OIDC transactions,
+ * session indexes, throttling counters). Two implementations exist: {@link RedisStore} for real deployments and
+ * {@link MemoryStore} for a single process without Redis. Both pass the same contract tests.
+ *
+ * Keys are given without the store's prefix; the store adds it. Keys that an atomic operation touches together
+ * must share a Redis Cluster hash tag, e.g. `qr:{abc}:state` and `qr:{abc}:code`.
+ */
+export interface KeyValueStore {
+  /** Human-readable kind, `redis` or `memory`, for banners and health output. */
+  readonly kind: 'redis' | 'memory';
+
+  get(key: string): Promise<string | null>;
+  /** Sets a value; with `ttlSeconds` the key expires after that many seconds. */
+  set(key: string, value: string, ttlSeconds?: number): Promise<void>;
+  /** Sets only when the key does not exist (SET NX). Returns true when this call created it. */
+  setIfAbsent(key: string, value: string, ttlSeconds?: number): Promise<boolean>;
+  /** Reads and deletes in one atomic step (GETDEL): of several concurrent callers, exactly one gets the value. */
+  take(key: string): Promise<string | null>;
+  /**
+   * Replaces the value only when it currently equals `expected` (atomic compare-and-set).
+   * With `ttlSeconds` the new value gets that expiry; without it the current expiry is kept.
+   * Returns true when the swap happened.
+   */
+  compareAndSet(key: string, expected: string, next: string, ttlSeconds?: number): Promise<boolean>;
+  /** Deletes keys; returns how many existed. */
+  delete(...keys: string[]): Promise<number>;
+  /** Sets a key's expiry; returns false when the key does not exist. */
+  expire(key: string, ttlSeconds: number): Promise<boolean>;
+  /** Remaining lifetime in milliseconds; -1 without expiry, -2 when the key does not exist. */
+  ttlMillis(key: string): Promise<number>;
+  /** Increments a counter; the first increment of a window sets its expiry (fixed window). Returns the new value. */
+  increment(key: string, windowSeconds: number): Promise<number>;
+
+  /** Adds members to a set; with `ttlSeconds` the set's expiry is (re)set. */
+  addToSet(key: string, members: readonly string[], ttlSeconds?: number): Promise<void>;
+  removeFromSet(key: string, members: readonly string[]): Promise<void>;
+  members(key: string): Promise<string[]>;
+
+  publish(channel: string, message: string): Promise<void>;
+  /** Subscribes to a channel; resolves once the subscription is active, to a function that ends it. */
+  subscribe(channel: string, listener: (message: string) => void): Promise<() => Promise<void>>;
+
+  /** Resolves when the store answers; rejects with {@link StoreUnavailableError} otherwise. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** A store operation failed because the backing service did not answer. The kit maps it to 503. */
+export class StoreUnavailableError extends Error {
+  override readonly name = 'StoreUnavailableError';
+  readonly code = 'store_unavailable';
+  constructor(message = 'the session store is unavailable', options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}

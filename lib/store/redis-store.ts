@@ -1,0 +1,228 @@
+import type Redis from 'ioredis';
+import { type KeyValueStore, StoreUnavailableError } from './port';
+import { createRedisConnection, type RedisClient, type RedisConnectionOptions } from './redis-connection';
+
+/** Options of {@link RedisStore}. */
+export interface RedisStoreOptions {
+  /**
+   * Prepended to every key and channel, so several apps or test runs share one Redis without touching each
+   * other's keys. Must not contain `{` or `}` (it would break Cluster hash tags). Default `sso:`.
+   */
+  prefix?: string;
+}
+
+// Reply errors that mean "this node cannot serve right now" rather than "your command is wrong".
+const TRANSIENT_REPLY = /^(READONLY|LOADING|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|NOREPLICAS|MOVED|ASK)\b/;
+
+/**
+ * True when an error from ioredis means Redis is unreachable, slow or failing over: the caller should answer 503
+ * rather than treat the request as logged out or allowed.
+ */
+export function isStoreOutage(error: unknown): boolean {
+  if (error instanceof StoreUnavailableError) return true;
+  if (!(error instanceof Error)) return false;
+  if (error.name === 'ReplyError') return TRANSIENT_REPLY.test(error.message);
+  // Connection closed, command timed out, MaxRetriesPerRequestError, ECONNREFUSED, ClusterAllFailedError, …
+  return true;
+}
+
+const COMPARE_AND_SET = `
+local current = redis.call('GET', KEYS[1])
+if current ~= ARGV[1] then return 0 end
+if ARGV[3] == '' then redis.call('SET', KEYS[1], ARGV[2], 'KEEPTTL')
+else redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) end
+return 1`;
+
+const INCREMENT_IN_WINDOW = `
+local value = redis.call('INCR', KEYS[1])
+if value == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return value`;
+
+interface ScriptedClient {
+  ssoCompareAndSet(key: string, expected: string, next: string, ttlMillis: string): Promise<number>;
+  ssoIncrementInWindow(key: string, windowMillis: string): Promise<number>;
+}
+
+/**
+ * The storage port on Redis (single node, Sentinel or Cluster). Every operation that must be atomic is one Redis
+ * command or one Lua script over a single key, so it is atomic on a Cluster too.
+ *
+ * @example
+ * const store = new RedisStore('redis://127.0.0.1:6379', { prefix: 'shop:' });
+ * const won = await store.setIfAbsent('lock:{user-1}', 'me', 5);
+ */
+export class RedisStore implements KeyValueStore {
+  readonly kind = 'redis' as const;
+  readonly client: RedisClient;
+  readonly prefix: string;
+  private readonly ownsClient: boolean;
+  private subscriber: RedisClient | undefined;
+  private subscriberReady: Promise<RedisClient> | undefined;
+  private readonly listeners = new Map<string, Set<(message: string) => void>>();
+
+  constructor(client: RedisClient | string | RedisConnectionOptions, options: RedisStoreOptions = {}) {
+    const prefix = options.prefix ?? 'sso:';
+    if (typeof prefix !== 'string' || /[{}]/.test(prefix)) {
+      throw new TypeError(`RedisStore: prefix must be a string without "{" or "}", got ${JSON.stringify(prefix)}`);
+    }
+    this.prefix = prefix;
+    this.ownsClient = typeof client === 'string' || !('status' in client);
+    this.client = this.ownsClient ? createRedisConnection(client as string | RedisConnectionOptions) : (client as RedisClient);
+    this.client.on('error', () => {
+      // Connection errors surface on the commands that fail (mapped to 503); an unhandled 'error' event would crash.
+    });
+    for (const [name, lua] of [['ssoCompareAndSet', COMPARE_AND_SET], ['ssoIncrementInWindow', INCREMENT_IN_WINDOW]] as const) {
+      if (!(name in this.client)) this.client.defineCommand(name, { numberOfKeys: 1, lua });
+    }
+  }
+
+  private key(key: string): string {
+    return this.prefix + key;
+  }
+
+  private get scripted(): ScriptedClient {
+    return this.client as unknown as ScriptedClient;
+  }
+
+  private async run<T>(operation: () => Promise<T>): Promise<T> {
+    try {
+      return await operation();
+    } catch (error) {
+      if (isStoreOutage(error)) throw new StoreUnavailableError(undefined, { cause: error });
+      throw error;
+    }
+  }
+
+  get(key: string): Promise<string | null> {
+    return this.run(() => this.client.get(this.key(key)));
+  }
+
+  async set(key: string, value: string, ttlSeconds?: number): Promise<void> {
+    await this.run(() =>
+      ttlSeconds === undefined
+        ? this.client.set(this.key(key), value)
+        : this.client.set(this.key(key), value, 'PX', Math.ceil(ttlSeconds * 1000)),
+    );
+  }
+
+  async setIfAbsent(key: string, value: string, ttlSeconds?: number): Promise<boolean> {
+    const reply = await this.run(() =>
+      ttlSeconds === undefined
+        ? this.client.set(this.key(key), value, 'NX')
+        : this.client.set(this.key(key), value, 'PX', Math.ceil(ttlSeconds * 1000), 'NX'),
+    );
+    return reply === 'OK';
+  }
+
+  take(key: string): Promise<string | null> {
+    return this.run(() => this.client.getdel(this.key(key)));
+  }
+
+  async compareAndSet(key: string, expected: string, next: string, ttlSeconds?: number): Promise<boolean> {
+    const ttl = ttlSeconds === undefined ? '' : String(Math.ceil(ttlSeconds * 1000));
+    const reply = await this.run(() => this.scripted.ssoCompareAndSet(this.key(key), expected, next, ttl));
+    return reply === 1;
+  }
+
+  async delete(...keys: string[]): Promise<number> {
+    if (keys.length === 0) return 0;
+    // One DEL per key: keys of different hash slots cannot share a command on a Cluster.
+    const counts = await this.run(() => Promise.all(keys.map((key) => this.client.del(this.key(key)))));
+    return counts.reduce((sum, count) => sum + count, 0);
+  }
+
+  async expire(key: string, ttlSeconds: number): Promise<boolean> {
+    const reply = await this.run(() => this.client.pexpire(this.key(key), Math.ceil(ttlSeconds * 1000)));
+    return reply === 1;
+  }
+
+  ttlMillis(key: string): Promise<number> {
+    return this.run(() => this.client.pttl(this.key(key)));
+  }
+
+  async increment(key: string, windowSeconds: number): Promise<number> {
+    const reply = await this.run(() =>
+      this.scripted.ssoIncrementInWindow(this.key(key), String(Math.ceil(windowSeconds * 1000))),
+    );
+    return Number(reply);
+  }
+
+  async addToSet(key: string, members: readonly string[], ttlSeconds?: number): Promise<void> {
+    if (members.length === 0) return;
+    const fullKey = this.key(key);
+    await this.run(async () => {
+      const pipeline = this.client.multi().sadd(fullKey, ...members);
+      if (ttlSeconds !== undefined) pipeline.pexpire(fullKey, Math.ceil(ttlSeconds * 1000));
+      const results = await pipeline.exec();
+      const failure = results?.find(([error]) => error);
+      if (failure?.[0]) throw failure[0];
+    });
+  }
+
+  async removeFromSet(key: string, members: readonly string[]): Promise<void> {
+    if (members.length === 0) return;
+    await this.run(() => this.client.srem(this.key(key), ...members));
+  }
+
+  members(key: string): Promise<string[]> {
+    return this.run(() => this.client.smembers(this.key(key)));
+  }
+
+  async publish(channel: string, message: string): Promise<void> {
+    await this.run(() => this.client.publish(this.key(channel), message));
+  }
+
+  private connectSubscriber(): Promise<RedisClient> {
+    if (!this.subscriberReady) {
+      const subscriber = this.client.duplicate() as RedisClient;
+      this.subscriber = subscriber;
+      subscriber.on('error', () => {
+        // Reconnection is automatic; ioredis re-subscribes to every channel once it is back.
+      });
+      subscriber.on('message', (channel: string, message: string) => {
+        const set = this.listeners.get(channel);
+        if (set) for (const listener of set) listener(message);
+      });
+      this.subscriberReady = Promise.resolve(subscriber);
+    }
+    return this.subscriberReady;
+  }
+
+  async subscribe(channel: string, listener: (message: string) => void): Promise<() => Promise<void>> {
+    const fullChannel = this.key(channel);
+    const subscriber = await this.connectSubscriber();
+    let set = this.listeners.get(fullChannel);
+    if (!set) {
+      set = new Set();
+      this.listeners.set(fullChannel, set);
+      try {
+        await this.run(() => (subscriber as Redis).subscribe(fullChannel));
+      } catch (error) {
+        this.listeners.delete(fullChannel);
+        throw error;
+      }
+    }
+    set.add(listener);
+    return async () => {
+      const current = this.listeners.get(fullChannel);
+      if (!current) return;
+      current.delete(listener);
+      if (current.size === 0) {
+        this.listeners.delete(fullChannel);
+        await (subscriber as Redis).unsubscribe(fullChannel).catch(() => undefined);
+      }
+    };
+  }
+
+  async ping(): Promise<void> {
+    await this.run(() => this.client.ping());
+  }
+
+  async close(): Promise<void> {
+    this.listeners.clear();
+    if (this.subscriber) this.subscriber.disconnect();
+    if (this.ownsClient) {
+      await this.client.quit().catch(() => this.client.disconnect());
+    }
+  }
+}

@@ -1,0 +1,11 @@
+import type { Response } from 'supertest';
+
+/** Asserts an RFC 9457 problem+json answer with this status (and code, when given). */
+export function expectProblem(res: Response, status: number, code?: string): void {
+  expect({ status: res.status, type: res.headers['content-type'] }).toEqual({
+    status,
+    type: expect.stringMatching(/^application\/problem\+json/),
+  });
+  expect(res.body.status).toBe(status);
+  if (code !== undefined) expect(res.body.code).toBe(code);
+}

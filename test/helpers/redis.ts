@@ -1,0 +1,132 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
+import Redis, { Cluster } from 'ioredis';
+import { createRedisConnection, RedisStore, type RedisClient } from '../../lib/store';
+
+/**
+ * The Redis the integration suite runs against. By default the machine's Redis on 127.0.0.1:6379; with
+ * SSO_TEST_REDIS_CLUSTER="host:port,host:port" the same suite runs against a Redis Cluster.
+ * Every store gets a fresh random prefix, so a run never depends on (or disturbs) what the instance holds.
+ */
+export function testRedisClient(): RedisClient {
+  const cluster = process.env.SSO_TEST_REDIS_CLUSTER;
+  if (cluster) {
+    const nodes = cluster.split(',').map((address) => {
+      const [host = '127.0.0.1', port = '6379'] = address.split(':');
+      return { host, port: Number(port) };
+    });
+    return createRedisConnection({ cluster: { nodes } });
+  }
+  return createRedisConnection(process.env.SSO_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379');
+}
+
+/** A unique key prefix for one test file or case. */
+export function testPrefix(label = 'test'): string {
+  return `ssotest:${label}:${randomBytes(6).toString('hex')}:`;
+}
+
+/** A RedisStore over a fresh connection and a fresh prefix; `cleanup()` deletes its keys and closes it. */
+export async function testRedisStore(label?: string): Promise<{ store: RedisStore; client: RedisClient; prefix: string; cleanup: () => Promise<void> }> {
+  const client = testRedisClient();
+  const prefix = testPrefix(label);
+  const store = new RedisStore(client, { prefix });
+  await store.ping();
+  return {
+    store,
+    client,
+    prefix,
+    cleanup: async () => {
+      await deleteByPrefix(client, prefix);
+      await store.close();
+      await client.quit().catch(() => client.disconnect());
+    },
+  };
+}
+
+/** Deletes every key under a prefix (on every master of a Cluster). */
+export async function deleteByPrefix(client: RedisClient, prefix: string): Promise<void> {
+  const nodes: Redis[] = client instanceof Cluster ? client.nodes('master') : [client];
+  for (const node of nodes) {
+    let cursor = '0';
+    do {
+      const [next, keys] = await node.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
+      cursor = next;
+      for (const key of keys) await client.del(key);
+    } while (cursor !== '0');
+  }
+}
+
+/** A port nobody listens on right now. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+/** A private redis-server the test starts, stops and restarts (on the same port) to simulate outages. */
+export interface PrivateRedis {
+  port: number;
+  url: string;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** Pauses the server for `ms` with DEBUG SLEEP, simulating a Redis that answers slowly. */
+  sleep(seconds: number): Promise<void>;
+}
+
+async function waitForPing(port: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+    probe.on('error', () => undefined);
+    try {
+      await probe.connect();
+      await probe.ping();
+      probe.disconnect();
+      return;
+    } catch {
+      probe.disconnect();
+      if (Date.now() > deadline) throw new Error(`redis-server on port ${port} did not answer within ${timeoutMs} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+}
+
+export async function startPrivateRedis(extraArgs: string[] = []): Promise<PrivateRedis> {
+  const port = await freePort();
+  let child: ChildProcess | undefined;
+  const redis: PrivateRedis = {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    async start() {
+      child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...extraArgs], {
+        stdio: 'ignore',
+      });
+      await waitForPing(port, 5000);
+    },
+    async stop() {
+      const running = child;
+      child = undefined;
+      if (!running || running.exitCode !== null) return;
+      await new Promise<void>((resolve) => {
+        running.once('exit', () => resolve());
+        running.kill('SIGKILL');
+      });
+    },
+    async sleep(seconds: number) {
+      const admin = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 0 });
+      admin.on('error', () => undefined);
+      // DEBUG SLEEP blocks the server; do not await its reply.
+      void admin.call('DEBUG', 'SLEEP', String(seconds)).catch(() => undefined).finally(() => admin.disconnect());
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    },
+  };
+  await redis.start();
+  return redis;
+}

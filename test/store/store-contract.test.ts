@@ -1,0 +1,150 @@
+import type { KeyValueStore } from '../../lib/store';
+import { MemoryStore, RedisStore, StoreUnavailableError } from '../../lib/store';
+import { startPrivateRedis, testRedisStore } from '../helpers/redis';
+
+type Harness = { store: KeyValueStore; cleanup: () => Promise<void> };
+
+const implementations: Array<[string, () => Promise<Harness>]> = [
+  ['MemoryStore', async () => {
+    const store = new MemoryStore();
+    return { store, cleanup: () => store.close() };
+  }],
+  ['RedisStore', async () => testRedisStore('contract')],
+];
+
+const tick = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe.each(implementations)('%s honours the storage port contract', (_name, open) => {
+  let harness: Harness;
+  let store: KeyValueStore;
+  beforeEach(async () => {
+    harness = await open();
+    store = harness.store;
+  });
+  afterEach(() => harness.cleanup());
+
+  it('gets what was set and null for a missing key', async () => {
+    await store.set('a', '1');
+    expect(await store.get('a')).toBe('1');
+    expect(await store.get('missing')).toBeNull();
+  });
+
+  it('expires a key after its TTL', async () => {
+    await store.set('short', 'x', 0.15);
+    expect(await store.get('short')).toBe('x');
+    const ttl = await store.ttlMillis('short');
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(150);
+    await tick(220);
+    expect(await store.get('short')).toBeNull();
+    expect(await store.ttlMillis('short')).toBe(-2);
+  });
+
+  it('reports -1 for a key without expiry and extends expiry with expire()', async () => {
+    await store.set('forever', 'x');
+    expect(await store.ttlMillis('forever')).toBe(-1);
+    expect(await store.expire('forever', 10)).toBe(true);
+    expect(await store.ttlMillis('forever')).toBeGreaterThan(9000);
+    expect(await store.expire('nothing-here', 10)).toBe(false);
+  });
+
+  it('setIfAbsent creates once and refuses the second time', async () => {
+    expect(await store.setIfAbsent('lock', 'first', 5)).toBe(true);
+    expect(await store.setIfAbsent('lock', 'second', 5)).toBe(false);
+    expect(await store.get('lock')).toBe('first');
+  });
+
+  it('take returns the value to exactly one of many concurrent callers', async () => {
+    await store.set('code', 'secret', 60);
+    const results = await Promise.all(Array.from({ length: 50 }, () => store.take('code')));
+    expect(results.filter((value) => value === 'secret')).toHaveLength(1);
+    expect(await store.get('code')).toBeNull();
+  });
+
+  it('compareAndSet swaps only from the expected value, keeping or replacing the TTL', async () => {
+    await store.set('state', 'pending', 30);
+    expect(await store.compareAndSet('state', 'scanned', 'confirmed')).toBe(false);
+    expect(await store.compareAndSet('state', 'pending', 'scanned')).toBe(true);
+    expect(await store.get('state')).toBe('scanned');
+    expect(await store.ttlMillis('state')).toBeGreaterThan(25_000);
+    expect(await store.compareAndSet('state', 'scanned', 'confirmed', 2)).toBe(true);
+    expect(await store.ttlMillis('state')).toBeLessThanOrEqual(2000);
+    expect(await store.compareAndSet('absent', 'x', 'y')).toBe(false);
+  });
+
+  it('lets exactly one of many concurrent compareAndSet calls win', async () => {
+    await store.set('qr', 'scanned', 30);
+    const wins = await Promise.all(Array.from({ length: 100 }, () => store.compareAndSet('qr', 'scanned', 'confirmed')));
+    expect(wins.filter(Boolean)).toHaveLength(1);
+  });
+
+  it('counts within a fixed window and starts over after it', async () => {
+    expect(await store.increment('hits', 0.2)).toBe(1);
+    expect(await store.increment('hits', 0.2)).toBe(2);
+    expect(await store.increment('hits', 0.2)).toBe(3);
+    await tick(260);
+    expect(await store.increment('hits', 0.2)).toBe(1);
+  });
+
+  it('keeps sets with add, remove, members and an optional expiry', async () => {
+    await store.addToSet('sessions', ['s1', 's2'], 60);
+    await store.addToSet('sessions', ['s2', 's3']);
+    expect((await store.members('sessions')).sort()).toEqual(['s1', 's2', 's3']);
+    await store.removeFromSet('sessions', ['s2']);
+    expect((await store.members('sessions')).sort()).toEqual(['s1', 's3']);
+    expect(await store.members('none')).toEqual([]);
+    expect(await store.ttlMillis('sessions')).toBeGreaterThan(0);
+  });
+
+  it('deletes keys and counts those that existed', async () => {
+    await store.set('d1', 'x');
+    await store.set('d2', 'x');
+    expect(await store.delete('d1', 'd2', 'd3')).toBe(2);
+    expect(await store.get('d1')).toBeNull();
+  });
+
+  it('delivers published messages to subscribers until they unsubscribe', async () => {
+    const received: string[] = [];
+    const unsubscribe = await store.subscribe('events', (message) => received.push(message));
+    await store.publish('events', 'one');
+    for (let i = 0; i < 50 && received.length < 1; i += 1) await tick(10);
+    expect(received).toEqual(['one']);
+    await unsubscribe();
+    await store.publish('events', 'two');
+    await tick(50);
+    expect(received).toEqual(['one']);
+  });
+
+  it('answers ping', async () => {
+    await expect(store.ping()).resolves.toBeUndefined();
+  });
+});
+
+describe('RedisStore during an outage', () => {
+  it('fails with StoreUnavailableError while Redis is down and recovers after a restart', async () => {
+    const redis = await startPrivateRedis();
+    const store = new RedisStore(redis.url, { prefix: 'outage:' });
+    try {
+      await store.set('k', 'v');
+      await redis.stop();
+      const started = Date.now();
+      await expect(store.get('k')).rejects.toBeInstanceOf(StoreUnavailableError);
+      expect(Date.now() - started).toBeLessThan(3000);
+      await redis.start();
+      let value: string | null | undefined;
+      for (let i = 0; i < 40 && value === undefined; i += 1) {
+        value = await store.get('k').catch(() => undefined);
+        if (value === undefined) await tick(100);
+      }
+      // The private server keeps nothing on disk, so the restarted instance is empty but answering.
+      expect(value).toBeNull();
+    } finally {
+      await store.close();
+      await redis.stop();
+    }
+  });
+
+  it('refuses a prefix that would break Cluster hash tags', () => {
+    expect(() => new RedisStore('redis://127.0.0.1:1', { prefix: 'a{b}:' })).toThrow(/prefix must be a string without/);
+  });
+});
