@@ -222,7 +222,9 @@ export class RedisStore implements KeyValueStore {
     this.listeners.clear();
     if (this.subscriber) this.subscriber.disconnect();
     if (this.ownsClient) {
-      await this.client.quit().catch(() => this.client.disconnect());
+      // QUIT lets pending replies arrive; disconnect() afterwards also stops a client that was reconnecting.
+      await this.client.quit().catch(() => undefined);
+      this.client.disconnect();
     }
   }
 }

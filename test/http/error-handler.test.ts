@@ -1,0 +1,165 @@
+import express, { type NextFunction, type Request, type Response } from 'express';
+import request from 'supertest';
+import {
+  BadGatewayError,
+  ConflictError,
+  errorHandler,
+  ForbiddenError,
+  GoneError,
+  HttpError,
+  MethodNotAllowedError,
+  methodNotAllowed,
+  NotAcceptableError,
+  notFound,
+  requireRepresentation,
+  securityHeaders,
+  ServiceUnavailableError,
+  TooManyRequestsError,
+  UnauthorizedError,
+  UnprocessableEntityError,
+  type ErrorLogEntry,
+} from '../../lib/http';
+import { StoreUnavailableError } from '../../lib/store';
+import { expectProblem } from '../helpers/problem';
+
+function appThrowing(error: unknown, options: Parameters<typeof errorHandler>[0] = { log: false }) {
+  const app = express();
+  app.get('/boom', (_req: Request, _res: Response, next: NextFunction) => next(error));
+  app.use(errorHandler(options));
+  return app;
+}
+
+describe('errorHandler renders RFC 9457 problem+json', () => {
+  it.each([
+    [new UnauthorizedError({ headers: { 'WWW-Authenticate': 'Bearer realm="api"' } }), 401, 'unauthorized'],
+    [new ForbiddenError({ code: 'permission_denied' }), 403, 'permission_denied'],
+    [new ConflictError(), 409, 'conflict'],
+    [new GoneError(), 410, 'gone'],
+    [new NotAcceptableError(['application/json']), 406, 'not_acceptable'],
+    [new TooManyRequestsError(30), 429, 'too_many_requests'],
+    [new BadGatewayError(), 502, 'bad_gateway'],
+    [new ServiceUnavailableError(), 503, 'service_unavailable'],
+  ])('answers %p with its status and code', async (error, status, code) => {
+    const res = await request(appThrowing(error)).get('/boom');
+    expectProblem(res, status, code);
+    expect(res.body.title).toEqual(expect.any(String));
+    expect(res.headers['cache-control']).toBe('no-store');
+  });
+
+  it('sends the headers an error carries', async () => {
+    const res = await request(appThrowing(new UnauthorizedError({ headers: { 'WWW-Authenticate': 'Bearer realm="api"' } }))).get('/boom');
+    expect(res.headers['www-authenticate']).toBe('Bearer realm="api"');
+    const allow = await request(appThrowing(new MethodNotAllowedError(['GET', 'POST']))).get('/boom');
+    expect(allow.headers.allow).toBe('GET, POST');
+    const retry = await request(appThrowing(new TooManyRequestsError(29.2))).get('/boom');
+    expect(retry.headers['retry-after']).toBe('30');
+  });
+
+  it('lists field errors of a 422', async () => {
+    const res = await request(appThrowing(new UnprocessableEntityError([{ field: 'title', message: 'is required' }]))).get('/boom');
+    expectProblem(res, 422, 'validation_failed');
+    expect(res.body.errors).toEqual([{ field: 'title', message: 'is required' }]);
+  });
+
+  it('maps a store outage to 503 with Retry-After, never to a login or a 500', async () => {
+    const res = await request(appThrowing(new StoreUnavailableError())).get('/boom');
+    expectProblem(res, 503, 'store_unavailable');
+    expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+  });
+
+  it('hides the message of an unexpected error and logs it without the query string', async () => {
+    const logged: ErrorLogEntry[] = [];
+    const app = appThrowing(new Error('database password is hunter2'), { log: (entry) => logged.push(entry) });
+    const res = await request(app).get('/boom?code=secret-code');
+    expectProblem(res, 500, 'internal_error');
+    expect(JSON.stringify(res.body)).not.toContain('hunter2');
+    expect(logged).toHaveLength(1);
+    expect(logged[0]?.path).toBe('/boom');
+    expect(JSON.stringify(logged)).not.toContain('secret-code');
+  });
+
+  it('does not log client errors', async () => {
+    const logged: ErrorLogEntry[] = [];
+    await request(appThrowing(new ForbiddenError(), { log: (entry) => logged.push(entry) })).get('/boom');
+    expect(logged).toHaveLength(0);
+  });
+
+  it('answers 400 problem+json for a malformed JSON body, changing nothing', async () => {
+    const app = express();
+    const seen: unknown[] = [];
+    app.post('/notes', express.json(), (req, res) => {
+      seen.push(req.body);
+      res.status(201).json(req.body);
+    });
+    app.use(errorHandler({ log: false }));
+    const res = await request(app).post('/notes').set('Content-Type', 'application/json').send('{"title":');
+    expectProblem(res, 400, 'entity_parse_failed');
+    expect(seen).toHaveLength(0);
+  });
+
+  it('renders a small HTML page for browser navigations when asked', async () => {
+    const app = appThrowing(new ForbiddenError({ detail: 'You need <read> on reports.' }), { log: false, html: true, homeUrl: '/start' });
+    const page = await request(app).get('/boom').set('Accept', 'text/html,application/xhtml+xml');
+    expect(page.status).toBe(403);
+    expect(page.headers['content-type']).toMatch(/^text\/html/);
+    expect(page.text).toContain('You need &#60;read&#62; on reports.');
+    expect(page.text).toContain('href="/start"');
+    const api = await request(app).get('/boom').set('Accept', 'application/json');
+    expectProblem(api, 403);
+  });
+
+  it('lets Express\'s own handler use status and headers when ours is not mounted', async () => {
+    const app = express();
+    app.get('/boom', (_req, _res, next) => next(new UnauthorizedError({ headers: { 'WWW-Authenticate': 'Basic realm="x"' } })));
+    const res = await request(app).get('/boom');
+    expect(res.status).toBe(401);
+    expect(res.headers['www-authenticate']).toBe('Basic realm="x"');
+  });
+
+  it('refuses a log option that is not a function', () => {
+    expect(() => errorHandler({ log: 'console' as unknown as false })).toThrow(/log must be a function or false/);
+  });
+});
+
+describe('route helpers', () => {
+  const app = express();
+  app.route('/notes').get((_req, res) => res.json([])).all(methodNotAllowed(['GET', 'POST']));
+  app.get('/report', requireRepresentation(['application/json']), (_req, res) => res.json({ ok: true }));
+  app.use(notFound());
+  app.use(errorHandler({ log: false }));
+
+  it('answers 405 with Allow for an unsupported method', async () => {
+    const res = await request(app).delete('/notes');
+    expectProblem(res, 405, 'method_not_allowed');
+    expect(res.headers.allow).toBe('GET, POST, HEAD, OPTIONS');
+  });
+
+  it('answers 406 when no acceptable representation exists', async () => {
+    expectProblem(await request(app).get('/report').set('Accept', 'text/csv'), 406, 'not_acceptable');
+    expect((await request(app).get('/report').set('Accept', 'application/json')).status).toBe(200);
+  });
+
+  it('answers 404 problem+json for unknown paths', async () => {
+    expectProblem(await request(app).get('/nothing'), 404, 'not_found');
+  });
+
+  it('refuses to build helpers without their lists', () => {
+    expect(() => methodNotAllowed([])).toThrow(TypeError);
+    expect(() => requireRepresentation([])).toThrow(TypeError);
+  });
+});
+
+describe('securityHeaders', () => {
+  it('sets a strict CSP without inline scripts, no-referrer and frame-ancestors none', async () => {
+    const app = express();
+    app.use(securityHeaders());
+    app.get('/', (_req, res) => res.send('ok'));
+    const res = await request(app).get('/');
+    const csp = res.headers['content-security-policy'] as string;
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).not.toContain('unsafe-inline');
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(res.headers['referrer-policy']).toBe('no-referrer');
+    expect(res.headers['strict-transport-security']).toContain('includeSubDomains');
+  });
+});
