@@ -2,7 +2,7 @@
  * express-sso-kit: single sign-on across the apps of one parent domain, and the middlewares that protect them.
  * This file is the whole public surface.
  */
-import type { SessionMeta, SessionUser } from './session/types';
+import type { SessionMeta, SessionUser, SsoRequestContext } from './session/types';
 import type { AuthInfo } from './tokens/types';
 import type { OidcRequestContext, OidcSessionState } from './oidc/types';
 import type { QrLoginSessionState } from './qr/types';
@@ -32,8 +32,10 @@ declare global {
       user?: SessionUser;
       /** The verified Bearer token, set by `requireBearer`. */
       auth?: AuthInfo;
-      /** OpenID Connect helpers, set by `ssoSession` for sessions that logged in through OIDC. */
+      /** OpenID Connect helpers, set by `oidcContext` for sessions that logged in through one of its providers. */
       oidc?: OidcRequestContext;
+      /** The shared session context (manager, login URL, redirect policy, cookie settings), set by `ssoSession`. */
+      sso?: SsoRequestContext;
     }
   }
 }

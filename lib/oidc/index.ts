@@ -1,1 +1,10 @@
-export {};
+export { oidcProvider, OidcProvider, type OidcProviderOptions, type OidcProviderMetadata, type OidcEndpoints } from './provider';
+export { oidcLogin, type OidcLoginOptions, type LoginQueryParameter } from './login';
+export { oidcCallback, type OidcCallbackOptions } from './callback';
+export { oidcContext, type OidcContextOptions } from './context';
+export { oidcLogout, backchannelLogout, type OidcLogoutOptions, type BackchannelLogoutOptions } from './logout';
+export { defaultClaimsToUser, type ClaimsToUser, type OidcUserProfile } from './claims';
+export { validateIdToken, validateRefreshedIdToken, IdTokenRejectedError, type IdTokenExpectations } from './id-token';
+export { validateLogoutToken, LogoutTokenRejectedError, BACKCHANNEL_LOGOUT_EVENT, type LogoutRequest } from './logout-token';
+export { redeemAuthorizationCode, refreshTokenGrant, requestUserinfo, OidcGrantError, type TokenSet } from './token-client';
+export type { OidcTransaction } from './transaction';

@@ -27,4 +27,69 @@ export interface SessionMeta {
   lastSeenAt: number;
   ip?: string;
   userAgent?: string;
+  /** Index tags given to `establishLogin` (e.g. `oidc-sid:<issuer>|<sid>`), so logout can unindex the session. */
+  tags?: string[];
+}
+
+/** One session of a user as `listSessions` and `GET /sessions` show it. */
+export interface SessionSummary {
+  /** A public handle of the session (a keyed hash of its id); the session id itself is never shown. */
+  id: string;
+  createdAt: number;
+  lastSeenAt: number;
+  ip?: string;
+  userAgent?: string;
+  method: AuthenticationMethod;
+  /** True for the session of the request that asked. */
+  current: boolean;
+}
+
+/**
+ * Operations on the sessions of the shared store, available as `ssoSession(...).manager` and `req.sso.manager`.
+ * Every method rejects with `ServiceUnavailableError` (503) when the store is down.
+ */
+export interface SessionManager {
+  /** The user's live sessions, oldest first; index entries of sessions that are gone are dropped. */
+  listSessions(userId: string, currentSessionId?: string): Promise<SessionSummary[]>;
+  /** Ends one session of the user by its public handle. False when the handle is unknown or not the user's. */
+  revokeSession(userId: string, handle: string): Promise<boolean>;
+  /** Ends every session of the user; resolves to how many were live. */
+  logoutEverywhere(userId: string): Promise<number>;
+  /** Ends every session indexed under a tag given to `establishLogin`; resolves to how many were live. */
+  destroyByTag(tag: string): Promise<number>;
+  /** The public handle of a session id. */
+  handleOf(sessionId: string): string;
+  /** Closes the Redis connection if `ssoSession` opened it (from the `redis` option); otherwise does nothing. */
+  close(): Promise<void>;
+}
+
+/** The redirect-target check (see `createRedirectPolicy`). */
+export interface RedirectPolicy {
+  /** True when the target may be redirected to. */
+  isSafe(target: unknown): boolean;
+  /** The target as a normalized absolute URL when safe, otherwise `defaultUrl`. */
+  sanitize(target: unknown): string;
+  readonly defaultUrl: string;
+}
+
+/** The attributes of the shared session cookie, for code that must set or clear it the same way. */
+export interface SessionCookieSettings {
+  readonly name: string;
+  readonly domain: string;
+  readonly path: '/';
+  readonly httpOnly: true;
+  readonly secure: boolean;
+  readonly sameSite: 'lax';
+}
+
+/** What `ssoSession` puts on `req.sso` for the kit's other functions (one shared object, never per request). */
+export interface SsoRequestContext {
+  readonly manager: SessionManager;
+  /** Absolute URL of the central login page. */
+  readonly loginUrl: string;
+  /** The redirect policy of the parent domain; pass every `return_to` through `redirects.sanitize`. */
+  readonly redirects: RedirectPolicy;
+  readonly cookie: SessionCookieSettings;
+  readonly idleTimeoutSeconds: number;
+  readonly absoluteTimeoutSeconds: number;
 }

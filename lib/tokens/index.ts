@@ -1,1 +1,30 @@
-export {};
+export { SUPPORTED_ALGORITHMS, isSupportedAlgorithm, type SupportedAlgorithm } from './algorithms';
+export {
+  TokenError,
+  KeySourceUnavailableError,
+  KeySourceUnavailable,
+  RefreshTokenError,
+  type TokenErrorReason,
+  type KeySourceFailure,
+  type RefreshTokenErrorReason,
+} from './errors';
+export { KeySet, type KeyDefinition, type KeyMaterial, type KeySetOptions, type KeyResolver, type SigningKey, type JsonWebKeySet } from './key-set';
+export { verifyJwt, createJwtVerifier, type VerifyJwtOptions, type VerifiedJwt } from './verify-jwt';
+export { JwksCache, type JwksCacheOptions } from './jwks-cache';
+export { jwksHandler, type JwksHandlerOptions } from './jwks-handler';
+export {
+  TokenService,
+  type TokenServiceOptions,
+  type AccessTokenInput,
+  type IdTokenInput,
+  type IssuedToken,
+} from './token-service';
+export {
+  RefreshTokens,
+  type RefreshTokensOptions,
+  type RefreshTokenRecord,
+  type IssueRefreshTokenInput,
+  type IssuedRefreshToken,
+  type RevocableClaims,
+} from './refresh-tokens';
+export { requireBearer, type RequireBearerOptions } from './require-bearer';

@@ -6,7 +6,6 @@ import {
   errorHandler,
   ForbiddenError,
   GoneError,
-  HttpError,
   MethodNotAllowedError,
   methodNotAllowed,
   NotAcceptableError,

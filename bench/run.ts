@@ -1,0 +1,205 @@
+/**
+ * The benchmark runner: `npm run bench` prints the table, `npm run bench -- --write` also rewrites
+ * bench/RESULTS.md. Every server runs in this process on 127.0.0.1:0; autocannon loads each case in turn with the
+ * same settings. A missed target is reported, never a failing exit status: this is a report, not a gate.
+ *
+ * Options: --write, --suite <name> (repeatable), --duration <s> per round (default 3), --warmup <s> (default 1),
+ * --rounds <n> (default 2), --connections <n> (default 10). BENCH_REDIS_URL overrides redis://127.0.0.1:6379.
+ *
+ * Each suite's cases run round-robin `rounds` times and each case keeps its best round: on a shared machine a
+ * neighbour's burst slows whichever case happens to run then, and the best round is the least disturbed one.
+ */
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import Redis from 'ioredis';
+import { bearerSuite } from './bearer';
+import { describeMachine, evaluateTargets, measureCase, type BenchSuite, type CaseResult, type LoadSettings, type TargetResult } from './harness';
+import { qrLoginSection } from './qr-suite';
+import { sessionsSuite } from './sessions';
+
+interface Arguments {
+  write: boolean;
+  rounds: number;
+  suites: string[];
+  settings: LoadSettings;
+}
+
+function parseArguments(argv: string[]): Arguments {
+  const settings: LoadSettings = { connections: 10, pipelining: 1, durationSeconds: 3, warmupSeconds: 1 };
+  let rounds = 2;
+  const suites: string[] = [];
+  let write = false;
+  for (let index = 0; index < argv.length; index += 1) {
+    const flag = argv[index];
+    const value = argv[index + 1];
+    const number = (): number => {
+      const parsed = Number(value);
+      if (!Number.isFinite(parsed) || parsed < 0) throw new TypeError(`bench: ${flag} needs a non-negative number, got ${String(value)}`);
+      index += 1;
+      return parsed;
+    };
+    if (flag === '--write') write = true;
+    else if (flag === '--suite' && value) {
+      suites.push(value);
+      index += 1;
+    } else if (flag === '--duration') settings.durationSeconds = number();
+    else if (flag === '--warmup') settings.warmupSeconds = number();
+    else if (flag === '--connections') settings.connections = Math.max(1, Math.floor(number()));
+    else if (flag === '--rounds') rounds = Math.max(1, Math.floor(number()));
+    else throw new TypeError(`bench: unknown option ${String(flag)} (known: --write, --suite, --duration, --warmup, --connections, --rounds)`);
+  }
+  return { write, suites, settings, rounds };
+}
+
+function formatRate(value: number): string {
+  return Math.round(value).toLocaleString('en-US');
+}
+
+function table(results: CaseResult[]): string {
+  const lines = ['| suite | case | req/s | p50 ms | p99 ms | requests | non-2xx/errors |', '|---|---|---:|---:|---:|---:|---:|'];
+  for (const result of results) {
+    lines.push(
+      `| ${result.suite} | ${result.name} | ${formatRate(result.requestsPerSecond)} | ${result.p50Ms} | ${result.p99Ms} | ${result.total} | ${result.failures} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
+function targetTable(targets: TargetResult[]): string {
+  const lines = ['| suite | target | measured | verdict |', '|---|---|---:|---|'];
+  for (const target of targets) {
+    const measured = target.ratio === undefined ? 'n/a' : `${target.ratio.toFixed(2)}×`;
+    const verdict = `${target.pass ? 'PASS' : 'FAIL'}${target.note ? ` (${target.note})` : ''}`;
+    lines.push(`| ${target.suite} | ${target.numerator} ≥ ${target.atLeast}× ${target.denominator} | ${measured} | ${verdict} |`);
+  }
+  return lines.join('\n');
+}
+
+function ratioTable(suite: BenchSuite, results: CaseResult[]): string {
+  const mine = results.filter((result) => result.suite === suite.name);
+  const names = mine.map((result) => result.name);
+  const lines = [`| ${suite.name}: row ÷ column | ${names.join(' | ')} |`, `|---|${names.map(() => '---:').join('|')}|`];
+  for (const row of mine) {
+    const cells = mine.map((column) => (column.requestsPerSecond > 0 ? (row.requestsPerSecond / column.requestsPerSecond).toFixed(2) : 'n/a'));
+    lines.push(`| ${row.name} | ${cells.join(' | ')} |`);
+  }
+  return lines.join('\n');
+}
+
+async function redisVersion(url: string): Promise<string> {
+  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    await client.connect();
+    const info = await client.info('server');
+    return /redis_version:(\S+)/.exec(info)?.[1] ?? 'unknown';
+  } finally {
+    client.disconnect();
+  }
+}
+
+async function main(): Promise<void> {
+  const { write, suites: only, settings, rounds } = parseArguments(process.argv.slice(2));
+  const redisUrl = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
+  const machine = await describeMachine(await redisVersion(redisUrl));
+  const builders: Array<[string, () => Promise<BenchSuite>]> = [
+    ['sessions', () => sessionsSuite(redisUrl)],
+    ['bearer', () => bearerSuite()],
+  ];
+  const results: CaseResult[] = [];
+  const targets: TargetResult[] = [];
+  const suiteNotes: string[] = [];
+  const started = Date.now();
+
+  console.log(`machine: ${machine}`);
+  console.log(
+    `settings: ${settings.connections} connections, pipelining ${settings.pipelining}, ${rounds} rounds of ${settings.warmupSeconds} s warm-up + ${settings.durationSeconds} s per case (best round kept), load generator in a worker thread`,
+  );
+  for (const [name, build] of builders) {
+    if (only.length > 0 && !only.includes(name)) continue;
+    const suite = await build();
+    try {
+      console.log(`\n${suite.name}: ${suite.workload}`);
+      suiteNotes.push(`- ${suite.name}: ${suite.workload}`);
+      const best = new Map<string, CaseResult>();
+      for (let round = 1; round <= rounds; round += 1) {
+        for (const benchCase of suite.cases) {
+          const result = await measureCase(suite.name, benchCase, settings);
+          const previous = best.get(benchCase.name);
+          // Failures are summed over rounds, so a round with errors is never hidden by a clean one.
+          const failures = result.failures + (previous?.failures ?? 0);
+          if (!previous || result.requestsPerSecond > previous.requestsPerSecond) best.set(benchCase.name, { ...result, failures });
+          else previous.failures = failures;
+          console.log(
+            `  [${round}/${rounds}] ${benchCase.name.padEnd(28)} ${formatRate(result.requestsPerSecond).padStart(8)} req/s  p50 ${result.p50Ms} ms  p99 ${result.p99Ms} ms${result.failures > 0 ? `  (${result.failures} non-2xx/errors)` : ''}`,
+          );
+        }
+      }
+      results.push(...suite.cases.map((benchCase) => best.get(benchCase.name)!));
+      const verdicts = evaluateTargets(suite, results);
+      targets.push(...verdicts);
+      for (const verdict of verdicts) {
+        const measured = verdict.ratio === undefined ? 'n/a' : `${verdict.ratio.toFixed(2)}×`;
+        console.log(`  ${verdict.pass ? 'PASS' : 'FAIL'} ${verdict.numerator} ≥ ${verdict.atLeast}× ${verdict.denominator}: ${measured}${verdict.note ? ` (${verdict.note})` : ''}`);
+      }
+    } finally {
+      await suite.close?.();
+    }
+  }
+
+  let qrMarkdown = '';
+  if (only.length === 0 || only.includes('qr-login')) {
+    console.log('\nqr-login: runQrLoginBench (complete logins, not autocannon)');
+    try {
+      const section = await qrLoginSection({ logins: 300, concurrency: 16, redisUrl });
+      console.log(section.text);
+      qrMarkdown = section.markdown;
+    } catch (error) {
+      qrMarkdown = `Not measured: ${(error as Error).message}`;
+      console.log(`  qr-login failed: ${(error as Error).message}`);
+    }
+  }
+
+  const seconds = Math.round((Date.now() - started) / 1000);
+  const ratios = builders
+    .map(([name]) => name)
+    .filter((name) => results.some((result) => result.suite === name))
+    .map((name) => ratioTable({ name, workload: '', cases: [], targets: [] }, results));
+  const report = [
+    '# Benchmark results',
+    '',
+    `Generated by \`npm run bench -- --write\` on ${new Date().toISOString().slice(0, 10)} (${seconds} s run).`,
+    '',
+    `- Machine: ${machine}`,
+    `- Load: autocannon, ${settings.connections} connections, pipelining ${settings.pipelining}; each case ${rounds}× (round-robin over the suite) ${settings.warmupSeconds} s warm-up (discarded) then ${settings.durationSeconds} s measured, best round kept; servers in the runner's process on 127.0.0.1:0, the load generator in a worker thread.`,
+    ...suiteNotes,
+    '',
+    '## Results',
+    '',
+    table(results),
+    '',
+    '## Targets',
+    '',
+    targetTable(targets),
+    '',
+    '## Ratios (requests per second)',
+    '',
+    ratios.join('\n\n'),
+    '',
+    ...(qrMarkdown ? ['## QR login', '', qrMarkdown, ''] : []),
+    'Figures from a shared 2-core machine move by ±10 % between runs; compare ratios from one run, not absolute figures across runs.',
+    '',
+  ].join('\n');
+  console.log(`\n${table(results)}\n\n${targetTable(targets)}\n\n${ratios.join('\n\n')}\n\nfull run: ${seconds} s`);
+  if (write) {
+    await writeFile(join(__dirname, 'RESULTS.md'), report);
+    console.log('wrote bench/RESULTS.md');
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,132 @@
+import { randomBytes } from 'node:crypto';
+import express, { type Express, type Request, type Response } from 'express';
+import session from 'express-session';
+import { RedisStore as ConnectRedisStore } from 'connect-redis';
+import Redis from 'ioredis';
+import { listen, type BenchSuite, type RunningCase } from './harness';
+import { kitSessionCases } from './sessions-kit';
+
+/** How many logged-in sessions the load generator rotates through. */
+export const DISTINCT_SESSIONS = 100;
+
+/** Shared by the kit's cases: the Redis to use, a key prefix to clean up, and how to collect session cookies. */
+export interface SessionFixtures {
+  redisUrl: string;
+  prefix: string;
+  secret: string;
+}
+
+/** Logs `count` users in through `POST /login/:id` and returns one `Cookie` header value per user. */
+export async function collectCookies(url: string, count: number, cookieName: string): Promise<string[]> {
+  const cookies: string[] = [];
+  for (let index = 0; index < count; index += 1) {
+    const response = await fetch(`${url}/login/user-${index}`, {
+      method: 'POST',
+      // Both apps trust the loopback proxy, so the Secure cookie is issued over plain HTTP as behind TLS offload.
+      headers: { 'x-forwarded-proto': 'https', host: 'auth.example.test', origin: 'https://auth.example.test' },
+      redirect: 'manual',
+    });
+    const setCookie = response.headers.getSetCookie().find((line) => line.startsWith(`${cookieName}=`));
+    if (!setCookie) throw new Error(`login ${index} answered ${response.status} without a ${cookieName} cookie`);
+    cookies.push(setCookie.split(';')[0]!);
+  }
+  return cookies;
+}
+
+export function cookieRequests(cookies: string[], path = '/me', host = 'shop.example.test') {
+  return cookies.map((cookie) => ({
+    method: 'GET',
+    path,
+    headers: { cookie, host, 'x-forwarded-proto': 'https' },
+  }));
+}
+
+function expressSessionApp(client: Redis, prefix: string, secret: string): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', 'loopback');
+  app.use(
+    session({
+      name: 'sid',
+      secret,
+      store: new ConnectRedisStore({ client, prefix: `${prefix}es:` }),
+      resave: false,
+      saveUninitialized: false,
+      rolling: true,
+      cookie: { httpOnly: true, secure: true, sameSite: 'lax', maxAge: 30 * 60 * 1000 },
+    }),
+  );
+  app.post('/login/:id', (req: Request<{ id: string }>, res: Response, next) => {
+    req.session.regenerate((error) => {
+      if (error) return next(error);
+      req.session.user = { id: req.params.id, name: req.params.id, roles: ['customer'], method: 'password', authenticatedAt: Date.now() };
+      req.session.save((saveError) => (saveError ? next(saveError) : res.status(204).end()));
+    });
+  });
+  app.get('/me', (req, res) => {
+    if (!req.session.user) {
+      res.status(401).end();
+      return;
+    }
+    res.json({ id: req.session.user.id });
+  });
+  return app;
+}
+
+/**
+ * The session suite: the kit's `ssoSession` + `requireSession`, against express-session + connect-redis 8.1 with
+ * `rolling: true` on the same Redis, and bare Express. Every case is fed the same number of logged-in cookies.
+ *
+ * @example
+ * const suite = await sessionsSuite('redis://127.0.0.1:6379');
+ */
+export async function sessionsSuite(redisUrl: string): Promise<BenchSuite> {
+  const prefix = `ssobench:${randomBytes(4).toString('hex')}:`;
+  const secret = randomBytes(32).toString('base64url');
+  const client = new Redis(redisUrl);
+  const kit = await kitSessionCases({ redisUrl, prefix, secret });
+
+  return {
+    name: 'sessions',
+    workload: `GET /me on a second host of the parent domain with one of ${DISTINCT_SESSIONS} logged-in session cookies rotating across requests; Redis on loopback`,
+    cases: [
+      {
+        name: 'bare',
+        description: 'bare Express, res.json of a constant',
+        start: async (): Promise<RunningCase> => {
+          const app = express();
+          app.disable('x-powered-by');
+          app.get('/me', (_req, res) => {
+            res.json({ id: 'constant' });
+          });
+          const server = await listen(app);
+          return { url: server.url, requests: cookieRequests(Array.from({ length: DISTINCT_SESSIONS }, () => 'sid=none')), close: server.close };
+        },
+      },
+      ...kit.cases,
+      {
+        name: 'express-session-rolling',
+        description: 'express-session + connect-redis 8.1, rolling: true, resave: false',
+        start: async (): Promise<RunningCase> => {
+          const server = await listen(expressSessionApp(client, prefix, secret));
+          const cookies = await collectCookies(server.url, DISTINCT_SESSIONS, 'sid');
+          return { url: server.url, requests: cookieRequests(cookies), close: server.close };
+        },
+      },
+    ],
+    targets: [
+      { numerator: 'kit-require-session', denominator: 'express-session-rolling', atLeast: 1.3 },
+      { numerator: 'kit-require-session', denominator: 'bare', atLeast: 0.6 },
+    ],
+    close: async () => {
+      await kit.close();
+      let cursor = '0';
+      do {
+        const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
+        cursor = next;
+        if (keys.length > 0) await client.del(...keys);
+      } while (cursor !== '0');
+      await client.quit();
+    },
+  };
+}

@@ -1,0 +1,37 @@
+/** What a claims mapping returns: the user as the session will keep it, minus `method` and `authenticatedAt`. */
+export interface OidcUserProfile {
+  id: string;
+  name: string;
+  roles: string[];
+  /** Extra identity details kept on the session user; never secrets or tokens. */
+  attributes?: Record<string, string | number | boolean | null>;
+}
+
+/** Maps verified ID-token claims (and the userinfo answer, when fetched) to the session user. */
+export type ClaimsToUser = (claims: Record<string, unknown>, userinfo?: Record<string, unknown>) => OidcUserProfile;
+
+function firstString(...values: unknown[]): string | undefined {
+  return values.find((value): value is string => typeof value === 'string' && value.length > 0);
+}
+
+/**
+ * The default mapping: `id` = `sub`, `name` = `name` | `preferred_username` | `email` (userinfo first, as it is the
+ * fuller source) | `sub`, `roles` from a `roles` claim that is an array of strings (anything else gives no roles,
+ * so a malformed claim never grants a role), and `email` kept as an attribute when present.
+ *
+ * @example
+ * defaultClaimsToUser({ sub: 'u1', name: 'Ada', roles: ['admin'] }); // { id: 'u1', name: 'Ada', roles: ['admin'] }
+ */
+export function defaultClaimsToUser(claims: Record<string, unknown>, userinfo?: Record<string, unknown>): OidcUserProfile {
+  const merged: Record<string, unknown> = { ...claims, ...userinfo, sub: claims.sub };
+  const id = String(claims.sub);
+  const rolesClaim = merged.roles;
+  const roles = Array.isArray(rolesClaim) && rolesClaim.every((role) => typeof role === 'string') ? [...rolesClaim] : [];
+  const email = firstString(merged.email);
+  return {
+    id,
+    name: firstString(merged.name, merged.preferred_username, merged.email) ?? id,
+    roles,
+    ...(email ? { attributes: { email } } : {}),
+  };
+}

@@ -1,0 +1,141 @@
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { BadRequestError } from '../http/errors';
+import { OidcProvider } from './provider';
+import { addTransaction, codeChallenge, newTransaction } from './transaction';
+import { requireSessionSupport, redirectPolicyOf, saveSession, type RedirectTargetPolicy } from './session-bridge';
+
+/** Query parameters a caller of the login route may pass through to the provider, each vetted. */
+export type LoginQueryParameter = 'prompt' | 'max_age' | 'login_hint';
+
+/** Options of {@link oidcLogin}. */
+export interface OidcLoginOptions {
+  /** Sent as `prompt` on every login, e.g. `login` to force re-authentication. Default: none. */
+  prompt?: 'none' | 'login' | 'consent' | 'select_account';
+  /** Sent as `max_age`: the login must be at most this many seconds old (checked on `auth_time`). Default: none. */
+  maxAge?: number;
+  /** Sent as `login_hint` on every login. Default: none. */
+  loginHint?: string;
+  /**
+   * Which query parameters of the login route are passed on (each validated; a bad value answers 400). They
+   * override the fixed options above. Default `['prompt', 'max_age', 'login_hint']`.
+   */
+  queryParameters?: readonly LoginQueryParameter[];
+  /** The redirect policy for `return_to`. Default: the one `ssoSession` installs (`req.sso.redirects`). */
+  redirects?: RedirectTargetPolicy;
+}
+
+const PROMPTS = new Set(['none', 'login', 'consent', 'select_account']);
+const QUERY_PARAMETERS = new Set<LoginQueryParameter>(['prompt', 'max_age', 'login_hint']);
+// A day is far beyond any sensible freshness requirement; larger values are typos.
+const MAX_AGE_LIMIT = 86400;
+const HINT = /^[\x21-\x7e]{1,254}$/;
+
+function isMaxAge(value: unknown): value is number {
+  return typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= MAX_AGE_LIMIT;
+}
+
+function validateOptions(options: OidcLoginOptions): Required<Pick<OidcLoginOptions, 'queryParameters'>> & OidcLoginOptions {
+  if (options === null || typeof options !== 'object') throw new TypeError('oidcLogin: options must be an object');
+  if (options.prompt !== undefined && !PROMPTS.has(options.prompt)) {
+    throw new TypeError(`oidcLogin: prompt must be one of ${[...PROMPTS].join(', ')}, got ${JSON.stringify(options.prompt)}`);
+  }
+  if (options.maxAge !== undefined && !isMaxAge(options.maxAge)) {
+    throw new TypeError(`oidcLogin: maxAge must be an integer number of seconds from 0 to ${MAX_AGE_LIMIT}, got ${JSON.stringify(options.maxAge)}`);
+  }
+  if (options.loginHint !== undefined && !(typeof options.loginHint === 'string' && HINT.test(options.loginHint))) {
+    throw new TypeError('oidcLogin: loginHint must be 1–254 printable characters without spaces');
+  }
+  const queryParameters = options.queryParameters ?? ['prompt', 'max_age', 'login_hint'];
+  if (!Array.isArray(queryParameters) || !queryParameters.every((name) => QUERY_PARAMETERS.has(name))) {
+    throw new TypeError(`oidcLogin: queryParameters must list some of ${[...QUERY_PARAMETERS].join(', ')}`);
+  }
+  if (options.redirects !== undefined && typeof options.redirects?.sanitize !== 'function') {
+    throw new TypeError('oidcLogin: redirects must be a redirect policy from createRedirectPolicy()');
+  }
+  return { ...options, queryParameters: [...queryParameters] };
+}
+
+function queryValue(req: Request, name: string): string | undefined {
+  const value = req.query[name];
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string') throw new BadRequestError({ code: 'invalid_request', detail: `The ${name} parameter must appear once.` });
+  return value;
+}
+
+/** Reads the vetted pass-through parameters; a malformed one is a 400, never silently dropped. */
+function loginParameters(req: Request, options: OidcLoginOptions, allowed: ReadonlySet<string>) {
+  let prompt = options.prompt;
+  let maxAge = options.maxAge;
+  let loginHint = options.loginHint;
+  const queryPrompt = allowed.has('prompt') ? queryValue(req, 'prompt') : undefined;
+  if (queryPrompt !== undefined) {
+    if (!PROMPTS.has(queryPrompt)) throw new BadRequestError({ code: 'invalid_request', detail: `prompt must be one of ${[...PROMPTS].join(', ')}.` });
+    prompt = queryPrompt as OidcLoginOptions['prompt'];
+  }
+  const queryMaxAge = allowed.has('max_age') ? queryValue(req, 'max_age') : undefined;
+  if (queryMaxAge !== undefined) {
+    const parsed = /^\d{1,6}$/.test(queryMaxAge) ? Number(queryMaxAge) : NaN;
+    if (!isMaxAge(parsed)) throw new BadRequestError({ code: 'invalid_request', detail: `max_age must be whole seconds from 0 to ${MAX_AGE_LIMIT}.` });
+    maxAge = parsed;
+  }
+  const queryHint = allowed.has('login_hint') ? queryValue(req, 'login_hint') : undefined;
+  if (queryHint !== undefined) {
+    if (!HINT.test(queryHint)) throw new BadRequestError({ code: 'invalid_request', detail: 'login_hint must be 1–254 printable characters.' });
+    loginHint = queryHint;
+  }
+  return { prompt, maxAge, loginHint };
+}
+
+/**
+ * Starts an OpenID Connect login: stores a single-use transaction (state, nonce, PKCE verifier, the sanitized
+ * `return_to`) in the browser's session and redirects (302) to the provider's authorization endpoint. Needs
+ * `ssoSession()` mounted before it.
+ *
+ * @example
+ * app.get('/login/corp', oidcLogin(corp));
+ * // GET /login/corp?return_to=https://shop.example.test/cart → 302 to the provider
+ */
+export function oidcLogin(provider: OidcProvider, options: OidcLoginOptions = {}): RequestHandler {
+  if (!(provider instanceof OidcProvider)) {
+    if (provider && typeof provider === 'object' && 'method' in provider && 'headers' in provider) {
+      throw new TypeError('oidcLogin: call the factory with a provider: app.get("/login/corp", oidcLogin(corp)), not app.get(path, oidcLogin)');
+    }
+    throw new TypeError('oidcLogin: the first argument must be a provider from oidcProvider({ … })');
+  }
+  const settings = validateOptions(options);
+  const allowed = new Set<string>(settings.queryParameters);
+
+  return async function oidcLoginMiddleware(req: Request, res: Response, next: NextFunction) {
+    try {
+      requireSessionSupport(req, 'oidcLogin');
+      const { prompt, maxAge, loginHint } = loginParameters(req, settings, allowed);
+      const redirects = redirectPolicyOf(req, settings.redirects, 'oidcLogin');
+      const returnTo = redirects.sanitize(req.query.return_to);
+      const metadata = await provider.metadata();
+
+      const transaction = newTransaction({ provider: provider.name, returnTo, ...(maxAge === undefined ? {} : { maxAge }) });
+      req.session.oidcTransactions = addTransaction(req.session.oidcTransactions, transaction);
+      // Saved before the browser leaves, so the callback finds the transaction even if it races this response.
+      await saveSession(req);
+
+      const url = new URL(metadata.authorizationEndpoint);
+      const params = url.searchParams;
+      params.set('response_type', 'code');
+      params.set('client_id', provider.clientId);
+      params.set('redirect_uri', provider.redirectUri);
+      params.set('scope', provider.scope);
+      params.set('state', transaction.state);
+      params.set('nonce', transaction.nonce);
+      params.set('code_challenge', codeChallenge(transaction.codeVerifier));
+      params.set('code_challenge_method', 'S256');
+      if (prompt !== undefined) params.set('prompt', prompt);
+      if (maxAge !== undefined) params.set('max_age', String(maxAge));
+      if (loginHint !== undefined) params.set('login_hint', loginHint);
+
+      res.setHeader('Cache-Control', 'no-store');
+      res.redirect(302, url.href);
+    } catch (error) {
+      next(error);
+    }
+  };
+}

@@ -1,0 +1,145 @@
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+
+/** A relying application registered at the QR-login provider. */
+export interface QrAppRegistration {
+  /** The app's identifier (`appid` on the wire). Letters, digits, `_`, `-` and `.`, at most 64 characters. */
+  appid: string;
+  /** `hashAppSecret(secret)`; the provider never holds the secret itself. */
+  secretHash: string;
+  /** Shown to the user on the QR page and on the phone, so they know which app asks. */
+  name: string;
+  /** The exact redirect URIs the app may use; compared character for character. */
+  redirectUris: readonly string[];
+}
+
+/** A registered app after validation, with its digest decoded once. */
+export interface RegisteredQrApp {
+  appid: string;
+  name: string;
+  redirectUris: ReadonlySet<string>;
+  secretDigest: Buffer;
+}
+
+const HASH_PREFIX = 'sha256:';
+const APPID = /^[A-Za-z0-9_.-]{1,64}$/;
+/** 32 characters: a WeChat AppSecret is 32 hex digits (128 bits); shorter secrets are guessable offline from a leaked hash. */
+export const MIN_APP_SECRET_LENGTH = 32;
+
+/**
+ * Hashes an app secret for the registry: `sha256:<base64url>`. App secrets are generated, high-entropy strings
+ * (≥ 128 bits), so a fast hash is enough; the slow hashes made for human passwords would only cost CPU on every
+ * token request.
+ *
+ * @example
+ * const secretHash = hashAppSecret(process.env.SHOP_QR_SECRET!);
+ */
+export function hashAppSecret(secret: string): string {
+  if (typeof secret !== 'string' || secret.length < MIN_APP_SECRET_LENGTH) {
+    throw new TypeError(
+      `hashAppSecret: the secret must be a string of at least ${MIN_APP_SECRET_LENGTH} characters (use generateAppSecret())`,
+    );
+  }
+  return HASH_PREFIX + createHash('sha256').update(secret, 'utf8').digest('base64url');
+}
+
+/**
+ * A new random app secret: 32 hex digits (128 bits), the shape WeChat uses.
+ *
+ * @example
+ * const secret = generateAppSecret(); // give it to the app, store hashAppSecret(secret)
+ */
+export function generateAppSecret(): string {
+  return randomBytes(16).toString('hex');
+}
+
+/**
+ * Compares a presented secret with a registered app's digest in constant time (equal-length SHA-256 digests).
+ *
+ * @example
+ * if (!verifyAppSecret(app, req.body.secret)) throw new WeChatApiError('invalid_secret');
+ */
+export function verifyAppSecret(app: RegisteredQrApp, presented: string): boolean {
+  const digest = createHash('sha256').update(presented, 'utf8').digest();
+  return timingSafeEqual(digest, app.secretDigest);
+}
+
+/**
+ * True for hosts that always mean this machine: 127.0.0.1, [::1], `localhost` and names under `.localhost`
+ * (RFC 6761; browsers resolve them to loopback and treat them as secure contexts). Plain http is accepted only there.
+ *
+ * @example
+ * isLoopbackHost('idp.sso.localhost') // true
+ */
+export function isLoopbackHost(hostname: string): boolean {
+  return hostname === '127.0.0.1' || hostname === '[::1]' || hostname === 'localhost' || hostname.endsWith('.localhost');
+}
+
+function checkRedirectUri(where: string, uri: unknown): string {
+  if (typeof uri !== 'string') throw new TypeError(`${where}: each redirectUris entry must be a string`);
+  let url: URL;
+  try {
+    url = new URL(uri);
+  } catch {
+    throw new TypeError(`${where}: redirectUris entry "${uri}" is not an absolute URL like "https://shop.example.test/callback/qr"`);
+  }
+  const loopback = isLoopbackHost(url.hostname);
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) {
+    throw new TypeError(`${where}: redirectUris entry "${uri}" must use https (http only for loopback development)`);
+  }
+  if (url.hash) throw new TypeError(`${where}: redirectUris entry "${uri}" must not have a #fragment`);
+  return uri;
+}
+
+/**
+ * Validates the app list given to `qrLoginProvider` and indexes it by appid.
+ *
+ * @example
+ * const apps = buildAppRegistry([{ appid: 'shop', secretHash, name: 'Shop', redirectUris: ['https://shop.example.test/callback/qr'] }]);
+ */
+export function buildAppRegistry(apps: unknown, where = 'qrLoginProvider'): ReadonlyMap<string, RegisteredQrApp> {
+  if (!Array.isArray(apps) || apps.length === 0) {
+    throw new TypeError(`${where}: apps must be a non-empty array of { appid, secretHash, name, redirectUris }`);
+  }
+  const registry = new Map<string, RegisteredQrApp>();
+  for (const entry of apps as Array<Partial<QrAppRegistration>>) {
+    if (!entry || typeof entry !== 'object') throw new TypeError(`${where}: each apps entry must be an object`);
+    const { appid, secretHash, name, redirectUris } = entry;
+    if (typeof appid !== 'string' || !APPID.test(appid)) {
+      throw new TypeError(`${where}: apps[].appid must be 1-64 letters, digits, "_", "-" or ".", got ${JSON.stringify(appid)}`);
+    }
+    if (registry.has(appid)) throw new TypeError(`${where}: appid "${appid}" is registered twice`);
+    if (typeof secretHash !== 'string' || !secretHash.startsWith(HASH_PREFIX)) {
+      throw new TypeError(`${where}: app "${appid}" needs secretHash made by hashAppSecret(secret), not the secret itself`);
+    }
+    const secretDigest = Buffer.from(secretHash.slice(HASH_PREFIX.length), 'base64url');
+    if (secretDigest.length !== 32) throw new TypeError(`${where}: app "${appid}" has a malformed secretHash`);
+    if (typeof name !== 'string' || name.trim() === '') throw new TypeError(`${where}: app "${appid}" needs a display name`);
+    if (!Array.isArray(redirectUris) || redirectUris.length === 0) {
+      throw new TypeError(`${where}: app "${appid}" needs redirectUris, the exact callback URLs it may use`);
+    }
+    const uris = new Set(redirectUris.map((uri: unknown) => checkRedirectUri(`${where}: app "${appid}"`, uri)));
+    registry.set(appid, { appid, name, redirectUris: uris, secretDigest });
+  }
+  return registry;
+}
+
+/**
+ * The user's `openid` for one app: an HMAC of the user id keyed with the provider's secret and bound to the appid,
+ * so it is stable for (user, app), differs between apps, and reveals nothing about the user id.
+ *
+ * @example
+ * deriveOpenid(secret, 'shop', 'user-1') !== deriveOpenid(secret, 'admin', 'user-1')
+ */
+export function deriveOpenid(openidSecret: Buffer, appid: string, userId: string): string {
+  return createHmac('sha256', openidSecret).update(`openid\0${appid}\0${userId}`).digest('base64url').slice(0, 28);
+}
+
+/**
+ * The user's `unionid`: the same for every app of this provider, still not the raw user id.
+ *
+ * @example
+ * deriveUnionid(secret, 'user-1')
+ */
+export function deriveUnionid(openidSecret: Buffer, userId: string): string {
+  return createHmac('sha256', openidSecret).update(`unionid\0${userId}`).digest('base64url').slice(0, 28);
+}

@@ -1,0 +1,218 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { KeyValueStore } from '../store/port';
+import {
+  applyTransition,
+  effectiveStatus,
+  parseRecord,
+  type QrLoginRecord,
+  type QrLoginStatus,
+  type QrLoginTransition,
+  type QrTransitionRefusal,
+} from './qr-state';
+
+/** What a browser learns over SSE or polling when a request changes. */
+export interface QrStatusEvent {
+  status: QrLoginStatus;
+  /** Epoch milliseconds of the change. */
+  at: number;
+}
+
+/** An authorization code minted at confirmation, redeemable once at the token endpoint. */
+export interface QrCodeRecord {
+  v: 1;
+  appid: string;
+  redirectUri: string;
+  userId: string;
+  authCode: string;
+  scope: string;
+  issuedAt: number;
+  /** Set by the one redemption that won; a later presentation revokes this grant. */
+  grantId?: string;
+  redeemedAt?: number;
+}
+
+/** Result of {@link QrLoginRequests.transition}. */
+export type QrStoredTransitionResult =
+  | { ok: true; record: QrLoginRecord }
+  | { ok: false; reason: QrTransitionRefusal | 'not_found'; status?: QrLoginStatus };
+
+/** Result of {@link QrLoginRequests.redeemCode}. */
+export type QrRedeemResult =
+  | { ok: true; code: QrCodeRecord & { grantId: string } }
+  | { ok: false; reason: 'invalid_code' }
+  | { ok: false; reason: 'code_used'; grantId: string };
+
+/**
+ * A random token of `bytes` bytes, base64url.
+ *
+ * @example
+ * const authCode = randomToken(24); // 192 bits
+ */
+export function randomToken(bytes = 24): string {
+  return randomBytes(bytes).toString('base64url');
+}
+
+const TOKEN_SHAPE = /^[A-Za-z0-9_-]{16,128}$/;
+
+/**
+ * True when a string can be an auth_code or code this provider minted; anything else is refused before a lookup.
+ *
+ * @example
+ * if (!isWellFormedToken(req.params.authCode)) throw new NotFoundError();
+ */
+export function isWellFormedToken(value: unknown): value is string {
+  return typeof value === 'string' && TOKEN_SHAPE.test(value);
+}
+
+/**
+ * The QR login requests and authorization codes in the kit's store. Each request is one JSON value under one key
+ * (`qr:{authCode}`); every transition is a compare-and-set against the value that was read, so of concurrent
+ * transitions exactly one wins, on any number of instances. Changes are published on `qr:{authCode}:events`.
+ *
+ * @example
+ * const requests = new QrLoginRequests(store);
+ * const record = await requests.create({ appid, redirectUri, state, bindingHash, requester, validitySeconds: 180 });
+ */
+export class QrLoginRequests {
+  constructor(
+    private readonly store: KeyValueStore,
+    /** How long a finished or expired request stays readable (so the answer is 410, not 404). */
+    private readonly retentionSeconds = 600,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  private static recordKey(authCode: string): string {
+    return `qr:{${authCode}}`;
+  }
+
+  private static channel(authCode: string): string {
+    return `qr:{${authCode}}:events`;
+  }
+
+  private static codeKey(code: string): string {
+    return `qr:code:{${code}}`;
+  }
+
+  /** Stores a new pending request. `authCode` is minted here unless given (the caller may need it first, for a cookie path). */
+  async create(input: {
+    authCode?: string;
+    appid: string;
+    redirectUri: string;
+    state: string;
+    bindingHash: string;
+    requester: { ip: string; userAgent: string };
+    validitySeconds: number;
+  }): Promise<QrLoginRecord> {
+    const now = this.now();
+    const record: QrLoginRecord = {
+      v: 1,
+      authCode: input.authCode ?? randomToken(24),
+      appid: input.appid,
+      redirectUri: input.redirectUri,
+      state: input.state,
+      status: 'pending',
+      createdAt: now,
+      expiresAt: now + input.validitySeconds * 1000,
+      bindingHash: input.bindingHash,
+      requester: input.requester,
+    };
+    const created = await this.store.setIfAbsent(
+      QrLoginRequests.recordKey(record.authCode),
+      JSON.stringify(record),
+      input.validitySeconds + this.retentionSeconds,
+    );
+    // 192 random bits do not collide; a false here means the store misbehaves, which must not hand out a shared code.
+    if (!created) throw new Error('QrLoginRequests: auth_code collision');
+    return record;
+  }
+
+  async get(authCode: string): Promise<QrLoginRecord | null> {
+    if (!isWellFormedToken(authCode)) return null;
+    return parseRecord(await this.store.get(QrLoginRequests.recordKey(authCode)));
+  }
+
+  /**
+   * Applies a transition atomically. When the compare-and-set loses against a concurrent writer the record is read
+   * again and the transition re-judged, so the loser gets the right refusal (usually 409) rather than a retry.
+   */
+  async transition(authCode: string, to: QrLoginTransition, userId: string, codeValiditySeconds: number): Promise<QrStoredTransitionResult> {
+    if (!isWellFormedToken(authCode)) return { ok: false, reason: 'not_found' };
+    const key = QrLoginRequests.recordKey(authCode);
+    for (let attempt = 0; attempt < 3; attempt += 1) {
+      const raw = await this.store.get(key);
+      const record = parseRecord(raw);
+      if (!record || raw === null) return { ok: false, reason: 'not_found' };
+      const now = this.now();
+      const result = applyTransition(record, to, userId, now, () => randomToken(24));
+      if (!result.ok) return result;
+      if (!(await this.store.compareAndSet(key, raw, JSON.stringify(result.record)))) continue;
+      if (result.record.status === 'confirmed' && result.record.code) {
+        await this.saveCode(result.record, userId, codeValiditySeconds);
+      }
+      await this.publish(authCode, { status: result.record.status, at: now });
+      return { ok: true, record: result.record };
+    }
+    const latest = await this.get(authCode);
+    return { ok: false, reason: 'illegal_transition', ...(latest ? { status: effectiveStatus(latest, this.now()) } : {}) };
+  }
+
+  /**
+   * Marks a confirmed request as collected by its browser; true only for the first caller, so the redirect with
+   * the code is handed out once.
+   */
+  async collect(record: QrLoginRecord): Promise<boolean> {
+    const key = QrLoginRequests.recordKey(record.authCode);
+    const raw = await this.store.get(key);
+    const current = parseRecord(raw);
+    if (!current || raw === null || current.status !== 'confirmed' || current.collected) return false;
+    return this.store.compareAndSet(key, raw, JSON.stringify({ ...current, collected: true }));
+  }
+
+  private async saveCode(record: QrLoginRecord, userId: string, validitySeconds: number): Promise<void> {
+    const code: QrCodeRecord = {
+      v: 1,
+      appid: record.appid,
+      redirectUri: record.redirectUri,
+      userId,
+      authCode: record.authCode,
+      scope: 'snsapi_login',
+      issuedAt: this.now(),
+    };
+    // The used marker must outlive the code's validity, so a replay inside the validity is recognised as a replay.
+    await this.store.set(QrLoginRequests.codeKey(record.code as string), JSON.stringify(code), validitySeconds);
+  }
+
+  /**
+   * Redeems an authorization code for `appid`, once. Of concurrent redemptions exactly one gets `ok`; every other
+   * presentation learns the winning grant's id, so the caller can revoke what was issued from the code.
+   */
+  async redeemCode(code: string, appid: string): Promise<QrRedeemResult> {
+    if (!isWellFormedToken(code)) return { ok: false, reason: 'invalid_code' };
+    const key = QrLoginRequests.codeKey(code);
+    for (let attempt = 0; attempt < 3; attempt += 1) {
+      const raw = await this.store.get(key);
+      if (raw === null) return { ok: false, reason: 'invalid_code' };
+      const record = JSON.parse(raw) as QrCodeRecord;
+      if (record.appid !== appid) return { ok: false, reason: 'invalid_code' };
+      if (record.grantId) return { ok: false, reason: 'code_used', grantId: record.grantId };
+      const redeemed = { ...record, grantId: randomUUID(), redeemedAt: this.now() };
+      if (await this.store.compareAndSet(key, raw, JSON.stringify(redeemed))) return { ok: true, code: redeemed };
+    }
+    return { ok: false, reason: 'invalid_code' };
+  }
+
+  async publish(authCode: string, event: QrStatusEvent): Promise<void> {
+    await this.store.publish(QrLoginRequests.channel(authCode), JSON.stringify(event));
+  }
+
+  /** Listens for status changes of one request on any instance; resolves once listening, to the unsubscribe function. */
+  subscribe(authCode: string, listener: (event: QrStatusEvent) => void): Promise<() => Promise<void>> {
+    return this.store.subscribe(QrLoginRequests.channel(authCode), (message) => {
+      try {
+        listener(JSON.parse(message) as QrStatusEvent);
+      } catch {
+        // A malformed message on our channel is ignored rather than crashing the subscriber.
+      }
+    });
+  }
+}

@@ -1,0 +1,233 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { BadRequestError, UnauthorizedError } from '../http/errors';
+import { establishLogin } from '../session/establish-login';
+import type { LoginUser } from '../session/types';
+import { isLoopbackHost } from './app-registry';
+import { exchangeCode, fetchUserinfo, refreshTokens, type QrProviderClientSettings, type QrUserinfo } from './qr-login-client';
+import { randomToken } from './qr-login-requests';
+import type { QrLoginSessionState, QrProviderTokens } from './types';
+
+/** Options of {@link qrLogin}. */
+export interface QrLoginOptions {
+  /** The provider's base URL, e.g. `https://idp.example.test` (https; http only for loopback development). */
+  providerUrl: string;
+  /** This app's appid at the provider. */
+  appid: string;
+  /** This app's secret at the provider (at least 32 characters). Sent only to the provider, never logged. */
+  secret: string;
+  /** This app's callback URL, exactly as registered at the provider. */
+  redirectUri: string;
+  /** How the code is exchanged: `POST` (form body, the default) or `GET` with a query, which WeChat itself requires. */
+  exchangeMethod?: 'POST' | 'GET';
+  /**
+   * How the access token travels to `/sns/userinfo`: the `Authorization` header (default, keeps it out of URLs and
+   * logs) or the `access_token` query parameter, which WeChat itself requires.
+   */
+  userinfoTokenIn?: 'header' | 'query';
+  /** Maps the provider's profile to the session user. Default: id `qr:<appid>:<openid>`, name = nickname, no roles. */
+  mapUser?: (userinfo: QrUserinfo) => LoginUser | Promise<LoginUser>;
+  /** How long one provider call may take. Default 5000 ms; then the callback answers 503. */
+  timeoutMs?: number;
+  /** How long a started login stays completable in this browser. Default 600 s (the provider's QR lives ≤ 300 s). */
+  stateLifetimeSeconds?: number;
+  /** How many QR logins one browser may have in flight (tabs); the oldest is dropped beyond. Default 5. */
+  maxPendingLogins?: number;
+}
+
+/** What {@link qrLogin} returns. */
+export interface QrLoginHandlers {
+  /** `GET /login/qr?return_to=…`: redirects to the provider's QR page. */
+  login: RequestHandler;
+  /** `GET <redirectUri path>?code&state`: completes the login and redirects to return_to. */
+  callback: RequestHandler;
+  /** Renews the provider's access token of this session with its refresh token; resolves to the new access token. */
+  refresh(req: Request): Promise<string>;
+}
+
+const KNOWN_OPTIONS = new Set([
+  'providerUrl', 'appid', 'secret', 'redirectUri', 'exchangeMethod', 'userinfoTokenIn', 'mapUser', 'timeoutMs', 'stateLifetimeSeconds', 'maxPendingLogins',
+]);
+
+function fail(message: string): never {
+  throw new TypeError(`qrLogin: ${message}`);
+}
+
+function httpsOrLoopback(name: string, value: unknown): URL {
+  if (typeof value !== 'string') fail(`${name} must be a URL string`);
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    fail(`${name} must be an absolute URL like "https://idp.example.test", got ${JSON.stringify(value)}`);
+  }
+  const loopback = isLoopbackHost(url.hostname);
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) fail(`${name} must use https (http only for loopback development), got "${value}"`);
+  if (url.hash || url.search) fail(`${name} must have no query or fragment, got "${value}"`);
+  return url;
+}
+
+function validate(options: QrLoginOptions): { settings: QrProviderClientSettings; stateLifetimeMs: number; maxPending: number; redirectUri: string } {
+  if (!options || typeof options !== 'object') fail('options are required: { providerUrl, appid, secret, redirectUri }');
+  for (const key of Object.keys(options)) if (!KNOWN_OPTIONS.has(key)) fail(`unknown option "${key}"`);
+  const provider = httpsOrLoopback('providerUrl', options.providerUrl);
+  httpsOrLoopback('redirectUri', options.redirectUri);
+  if (typeof options.appid !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(options.appid)) fail('appid must be the app id registered at the provider');
+  if (typeof options.secret !== 'string' || options.secret.length < 32) {
+    fail('secret must be the app secret (at least 32 characters); read it from the environment, e.g. process.env.QR_SECRET');
+  }
+  const exchangeMethod = options.exchangeMethod ?? 'POST';
+  if (exchangeMethod !== 'POST' && exchangeMethod !== 'GET') fail('exchangeMethod must be "POST" or "GET"');
+  const userinfoTokenIn = options.userinfoTokenIn ?? 'header';
+  if (userinfoTokenIn !== 'header' && userinfoTokenIn !== 'query') fail('userinfoTokenIn must be "header" or "query"');
+  if (options.mapUser !== undefined && typeof options.mapUser !== 'function') fail('mapUser must be a function (userinfo) => user');
+  const timeoutMs = options.timeoutMs ?? 5000;
+  if (!Number.isInteger(timeoutMs) || timeoutMs < 100 || timeoutMs > 60_000) fail('timeoutMs must be a whole number of milliseconds from 100 to 60000');
+  const stateLifetimeSeconds = options.stateLifetimeSeconds ?? 600;
+  if (!Number.isInteger(stateLifetimeSeconds) || stateLifetimeSeconds < 60 || stateLifetimeSeconds > 3600) fail('stateLifetimeSeconds must be from 60 to 3600');
+  const maxPending = options.maxPendingLogins ?? 5;
+  if (!Number.isInteger(maxPending) || maxPending < 1 || maxPending > 20) fail('maxPendingLogins must be from 1 to 20');
+  return {
+    settings: { providerUrl: provider.href.replace(/\/$/, ''), appid: options.appid, secret: options.secret, exchangeMethod, userinfoTokenIn, timeoutMs },
+    stateLifetimeMs: stateLifetimeSeconds * 1000,
+    maxPending,
+    redirectUri: options.redirectUri,
+  };
+}
+
+function digest(value: string): Buffer {
+  return createHash('sha256').update(value, 'utf8').digest();
+}
+
+/**
+ * Takes the pending login whose state equals `presented` out of the session: compared in constant time over
+ * equal-length digests, removed whether or not the login then succeeds, so a state is good for one callback only.
+ */
+function takePending(state: QrLoginSessionState, presented: string, lifetimeMs: number, now: number): { returnTo: string } | undefined {
+  const pending = state.pending ?? {};
+  const wanted = digest(presented);
+  let found: { returnTo: string; createdAt: number } | undefined;
+  for (const [candidate, entry] of Object.entries(pending)) {
+    if (timingSafeEqual(digest(candidate), wanted)) {
+      found = entry;
+      delete pending[candidate];
+    } else if (now - entry.createdAt > lifetimeMs) {
+      delete pending[candidate];
+    }
+  }
+  if (!found || now - found.createdAt > lifetimeMs) return undefined;
+  return { returnTo: found.returnTo };
+}
+
+function defaultMapUser(appid: string) {
+  return (info: QrUserinfo): LoginUser => ({
+    // The openid is only unique within one app, so the appid is part of the id.
+    id: `qr:${appid}:${info.openid}`,
+    name: typeof info.nickname === 'string' && info.nickname !== '' ? info.nickname : 'QR user',
+    roles: [],
+    method: 'qr',
+    attributes: { openid: info.openid, ...(typeof info.unionid === 'string' ? { unionid: info.unionid } : {}) },
+  });
+}
+
+function saveSession(req: Request): Promise<void> {
+  return new Promise((resolve, reject) => req.session.save((error?: unknown) => (error ? reject(error) : resolve())));
+}
+
+/**
+ * The relying app's side of QR login: `login` sends the browser to the provider's QR page with a single-use state
+ * bound to the session, `callback` checks it, exchanges the code, reads the profile and logs the user in on the
+ * shared session (`establishLogin`), and `refresh` renews the provider's access token. Needs `ssoSession` first.
+ *
+ * @example
+ * const qr = qrLogin({ providerUrl: 'https://idp.example.test', appid: 'shop', secret: process.env.QR_SECRET!,
+ *                      redirectUri: 'https://auth.example.test/callback/qr' });
+ * portal.get('/login/qr', qr.login);
+ * portal.get('/callback/qr', qr.callback);
+ */
+export function qrLogin(options: QrLoginOptions): QrLoginHandlers {
+  // eslint-disable-next-line prefer-rest-params
+  if (arguments.length === 3 && typeof arguments[2] === 'function') {
+    fail('it is a factory; write app.get("/login/qr", qrLogin({ … }).login), not qrLogin itself');
+  }
+  const { settings, stateLifetimeMs, maxPending, redirectUri } = validate(options);
+  const mapUser = options.mapUser ?? defaultMapUser(settings.appid);
+  const qrconnectBase = `${settings.providerUrl}/sns/oauth2/qrconnect`;
+
+  const requireSession = (req: Request, caller: string): void => {
+    if (!req.session || !req.sso) throw new Error(`qrLogin.${caller}: no shared session on this request; mount app.use(ssoSession({...})) first`);
+  };
+
+  const login = async function qrLoginStart(req: Request, res: Response, next: NextFunction): Promise<void> {
+    try {
+      requireSession(req, 'login');
+      const now = Date.now();
+      const returnTo = req.sso!.redirects.sanitize(req.query.return_to);
+      const state = randomToken(16);
+      const current = req.session.qrLogin?.pending ?? {};
+      const kept = Object.entries(current)
+        .filter(([, entry]) => now - entry.createdAt <= stateLifetimeMs)
+        .sort(([, a], [, b]) => b.createdAt - a.createdAt)
+        .slice(0, maxPending - 1);
+      req.session.qrLogin = { ...req.session.qrLogin, pending: { ...Object.fromEntries(kept), [state]: { returnTo, createdAt: now } } };
+      await saveSession(req);
+      const query = new URLSearchParams({ appid: settings.appid, redirect_uri: redirectUri, response_type: 'code', scope: 'snsapi_login', state });
+      res.set('Cache-Control', 'no-store').redirect(302, `${qrconnectBase}?${query}`);
+    } catch (error) {
+      next(error);
+    }
+  };
+
+  const callback = async function qrLoginCallback(req: Request, res: Response, next: NextFunction): Promise<void> {
+    try {
+      requireSession(req, 'callback');
+      const { code, state } = req.query;
+      const stale = new BadRequestError({
+        code: 'state_mismatch',
+        detail: 'This sign-in was not started in this browser or has expired. Please start the sign-in again.',
+      });
+      if (typeof state !== 'string' || state === '' || state.length > 128) throw stale;
+      const sessionState: QrLoginSessionState = req.session.qrLogin ?? {};
+      const pending = takePending(sessionState, state, stateLifetimeMs, Date.now());
+      req.session.qrLogin = sessionState;
+      if (!pending) {
+        await saveSession(req);
+        throw stale;
+      }
+      await saveSession(req);
+      if (typeof code !== 'string' || code === '' || code.length > 256) {
+        throw new BadRequestError({ code: 'qr_login_cancelled', detail: 'The sign-in was not completed. Please start again.' });
+      }
+      const tokens = await exchangeCode(settings, code);
+      const userinfo = await fetchUserinfo(settings, tokens);
+      const user = { ...(await mapUser(userinfo)), method: 'qr' };
+      // Only the provider tokens are carried into the new session; the pending states die with the old one.
+      await establishLogin(req, user, { data: { qrLogin: { tokens } } });
+      res.set('Cache-Control', 'no-store').redirect(302, pending.returnTo);
+    } catch (error) {
+      next(error);
+    }
+  };
+
+  const refresh = async function qrLoginRefresh(req: Request): Promise<string> {
+    requireSession(req, 'refresh');
+    const current: QrProviderTokens | undefined = req.session.qrLogin?.tokens;
+    if (!current) throw new UnauthorizedError({ code: 'qr_login_required', detail: 'This session did not sign in with QR login.' });
+    let renewed: QrProviderTokens;
+    try {
+      renewed = await refreshTokens(settings, current);
+    } catch (error) {
+      // A refused refresh token is spent for good; drop it so the app asks for a new login instead of retrying.
+      if ((error as { code?: unknown }).code === 'qr_refresh_rejected') {
+        req.session.qrLogin = { ...req.session.qrLogin, tokens: undefined };
+        await saveSession(req);
+      }
+      throw error;
+    }
+    req.session.qrLogin = { ...req.session.qrLogin, tokens: renewed };
+    await saveSession(req);
+    return renewed.accessToken;
+  };
+
+  return { login, callback, refresh };
+}

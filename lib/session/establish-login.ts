@@ -1,0 +1,101 @@
+import type { Request } from 'express';
+import type { Session, SessionData } from 'express-session';
+import { asOutage } from './session-manager';
+import { clearFreshLogin, markFreshLogin } from './session-store';
+import { runtimeOf } from './sso-runtime';
+import type { LoginUser, SessionUser } from './types';
+
+/** Options of {@link establishLogin}. */
+export interface EstablishLoginOptions {
+  /** Extra index keys for this session, e.g. `oidc-sid:<issuer>|<sid>` for back-channel logout (`destroyByTag`). */
+  tags?: readonly string[];
+  /** Further session fields to store with the login in the same write (e.g. `oidc`). Nothing else is carried over. */
+  data?: Partial<Omit<SessionData, 'user' | 'meta' | 'cookie'>>;
+}
+
+const MAX_USER_AGENT = 256;
+
+function fail(message: string): never {
+  throw new TypeError(`establishLogin: ${message}`);
+}
+
+function checkUser(user: LoginUser): void {
+  if (user === null || typeof user !== 'object') fail('user must be an object { id, name, roles, method }');
+  if (typeof user.id !== 'string' || user.id === '') fail('user.id must be a non-empty string');
+  if (typeof user.name !== 'string') fail('user.name must be a string');
+  if (!Array.isArray(user.roles) || !user.roles.every((role) => typeof role === 'string')) fail('user.roles must be an array of strings');
+  if (typeof user.method !== 'string' || user.method === '') fail('user.method must name how the user authenticated, e.g. "password"');
+  if (user.authenticatedAt !== undefined && !Number.isFinite(user.authenticatedAt)) fail('user.authenticatedAt must be epoch milliseconds');
+}
+
+function promised(run: (done: (err?: unknown) => void) => void): Promise<void> {
+  return new Promise((resolve, reject) => run((err) => (err ? reject(asOutage(err)) : resolve())));
+}
+
+/**
+ * Logs the user in on the shared session: a new session id (against fixation), nothing kept from the session
+ * before except `options.data`, the user and bookkeeping stored, and the session indexed under the user and
+ * each tag. Resolves once everything is in the store; rejects with 503 when the store is down.
+ *
+ * @example
+ * app.post('/login', async (req, res, next) => {
+ *   try {
+ *     await establishLogin(req, { id: 'u1', name: 'Ada', roles: ['admin'], method: 'password' });
+ *     res.redirect(303, req.sso!.redirects.sanitize(req.query.return_to));
+ *   } catch (err) { next(err); }
+ * });
+ */
+export async function establishLogin(req: Request, user: LoginUser, options: EstablishLoginOptions = {}): Promise<void> {
+  const runtime = runtimeOf(req, 'establishLogin');
+  checkUser(user);
+  const tags = options.tags === undefined ? [] : [...options.tags];
+  if (!tags.every((tag) => typeof tag === 'string' && tag !== '' && tag.length <= 512)) fail('tags must be non-empty strings of at most 512 characters');
+  if (runtime.cookie.secure && !req.secure) {
+    // express-session would silently drop a Secure cookie on what Express believes is plain http.
+    throw new Error(
+      'establishLogin: the request is not HTTPS as Express sees it, so the Secure session cookie would not be sent. ' +
+        "Behind a TLS-terminating proxy, set app.set('trust proxy', …) so X-Forwarded-Proto is believed.",
+    );
+  }
+
+  const previous = req.session as (Session & Partial<SessionData>) | undefined;
+  const previousUser = previous?.user;
+  const previousTags = previous?.meta?.tags;
+  const previousId = req.sessionID;
+  if (previous) {
+    await promised((done) => previous.regenerate(done));
+  } else {
+    req.sessionStore.generate(req);
+  }
+  if (previousUser && previousId) await runtime.manager.unindex(previousId, previousUser.id, previousTags);
+
+  const now = Date.now();
+  const sessionUser: SessionUser = {
+    id: user.id,
+    name: user.name,
+    roles: [...user.roles],
+    method: user.method,
+    authenticatedAt: user.authenticatedAt ?? now,
+    ...(user.attributes ? { attributes: { ...user.attributes } } : {}),
+  };
+  const fresh = req.session;
+  if (options.data) Object.assign(fresh, options.data);
+  fresh.user = sessionUser;
+  const userAgent = req.get('user-agent');
+  fresh.meta = {
+    createdAt: now,
+    lastSeenAt: now,
+    ...(req.ip ? { ip: req.ip } : {}),
+    ...(userAgent ? { userAgent: userAgent.slice(0, MAX_USER_AGENT) } : {}),
+    ...(tags.length > 0 ? { tags } : {}),
+  };
+  // Index before saving: a session that exists but is missing from the index would survive logoutEverywhere.
+  await runtime.manager.index(req.sessionID, sessionUser.id, tags);
+  markFreshLogin(fresh);
+  try {
+    await promised((done) => fresh.save(done));
+  } finally {
+    clearFreshLogin(fresh);
+  }
+  req.user = sessionUser;
+}

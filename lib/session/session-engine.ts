@@ -1,0 +1,193 @@
+import { createHmac, randomBytes, timingSafeEqual, type KeyObject } from 'node:crypto';
+import type { Request, Response } from 'express';
+import session, { type SessionData } from 'express-session';
+import type { SessionCookieSettings } from './types';
+
+/** A session read from the store, with the exact text it was stored as (to tell later whether it changed). */
+export interface LoadedSession {
+  data: SessionData;
+  text: string;
+}
+
+/** What the engine needs from a session store besides the express-session `Store` contract. */
+export interface EngineStore extends session.Store {
+  /** Reads a live session (expired ones read as null and are deleted). */
+  loadLive(sessionId: string): Promise<LoadedSession | null>;
+}
+
+const SAVED_TEXT = Symbol('express-sso-kit.savedText');
+
+/**
+ * Remembers the JSON a session object was last read or written as. A symbol key: `JSON.stringify` and `for…in`
+ * skip it, and unlike a WeakMap entry it costs the garbage collector nothing extra.
+ *
+ * @example
+ * rememberSavedText(sessionObject, text);
+ */
+export function rememberSavedText(sessionObject: object, text: string): void {
+  (sessionObject as Record<symbol, string>)[SAVED_TEXT] = text;
+}
+
+function savedTextOf(sessionObject: object): string | undefined {
+  return (sessionObject as Record<symbol, string | undefined>)[SAVED_TEXT];
+}
+
+/** Settings of {@link createSessionEngine}. */
+export interface SessionEngineSettings {
+  cookie: SessionCookieSettings;
+  /** Signing keys; the first signs, all verify. */
+  keys: readonly KeyObject[];
+  store: EngineStore;
+}
+
+/**
+ * The cookie value `s:<id>.<signature>` as express-session and cookie-signature write it (HMAC-SHA256, base64
+ * without padding), so cookies stay interchangeable with plain express-session apps sharing the secret.
+ */
+function sign(sessionId: string, key: KeyObject): string {
+  // A SHA-256 digest is 44 base64 characters ending in one "=", which cookie-signature strips.
+  return `s:${sessionId}.${createHmac('sha256', key).update(sessionId).digest('base64').slice(0, 43)}`;
+}
+
+/**
+ * The session id inside a signed cookie value, or undefined when no key produced its signature. The signature is
+ * compared as text in constant time: decoding it instead would accept the variants base64 leaves ambiguous.
+ *
+ * @example
+ * unsignSessionId('s:abc.6Kx…', keys); // 'abc'
+ */
+export function unsignSessionId(value: string, keys: readonly KeyObject[]): string | undefined {
+  const dot = value.lastIndexOf('.');
+  if (dot < 3 || value.length - dot - 1 !== 43 || value.charCodeAt(0) !== 115 /* s */ || value.charCodeAt(1) !== 58 /* : */) return undefined;
+  const sessionId = value.slice(2, dot);
+  const given = Buffer.from(value.slice(dot + 1), 'latin1');
+  for (const key of keys) {
+    const expected = Buffer.from(createHmac('sha256', key).update(sessionId).digest('base64').slice(0, 43), 'latin1');
+    if (expected.length === given.length && timingSafeEqual(expected, given)) return sessionId;
+  }
+  return undefined;
+}
+
+/** The raw value of cookie `name` in a Cookie header (the first one, as browsers send the most specific first). */
+export function readCookie(header: string | undefined, prefix: string): string | undefined {
+  if (header === undefined) return undefined;
+  let index = header.indexOf(prefix);
+  while (index !== -1) {
+    const before = index === 0 ? 59 : header.charCodeAt(index - 1);
+    if (before === 59 /* ; */ || before === 32 /* space */) {
+      const start = index + prefix.length;
+      const end = header.indexOf(';', start);
+      const raw = (end === -1 ? header.slice(start) : header.slice(start, end)).trim();
+      if (raw.indexOf('%') === -1) return raw;
+      try {
+        return decodeURIComponent(raw);
+      } catch {
+        return undefined;
+      }
+    }
+    index = header.indexOf(prefix, index + 1);
+  }
+  return undefined;
+}
+
+// express-session's own classes (its typings hide both constructors), so sessions behave exactly as documented there.
+const SessionClass = session.Session as unknown as new (req: Request, data?: object) => Request['session'];
+const CookieClass = session.Cookie as unknown as new (options: session.CookieOptions) => session.Cookie;
+
+function hasData(data: object): boolean {
+  for (const key in data) if (key !== 'cookie') return true;
+  return false;
+}
+
+/**
+ * The request side of express-session, cut down to what the kit needs: read the signed cookie, load the session
+ * through the store (express-session's `Session` and `Cookie` objects, so `req.session.save/regenerate/destroy/
+ * reload` work as documented), and at the end of the response save it only when its JSON changed and set the
+ * cookie only when its id is new. express-session's own middleware hashes every session twice per request and
+ * wraps every response in two layers; on the hot path (logged in, nothing changed) this engine does one store
+ * read, one `JSON.stringify` and no write.
+ *
+ * @example
+ * const loadSession = createSessionEngine({ cookie, keys, store });
+ * loadSession(req, res, next);
+ */
+export function createSessionEngine(settings: SessionEngineSettings): (req: Request, res: Response, next: (err?: unknown) => void) => void {
+  const { store, keys, cookie } = settings;
+  const signingKey = keys[0] as KeyObject;
+  const cookiePrefix = `${cookie.name}=`;
+  const cookieAttributes = `; Domain=${cookie.domain}; Path=${cookie.path}; HttpOnly${cookie.secure ? '; Secure' : ''}; SameSite=Lax`;
+  const cookieOptions = { path: cookie.path, httpOnly: true, secure: cookie.secure, domain: cookie.domain, sameSite: 'lax' as const };
+
+  const generate = (req: Request): void => {
+    req.sessionID = randomBytes(24).toString('base64url');
+    req.session = new SessionClass(req);
+    req.session.cookie = new CookieClass(cookieOptions);
+  };
+  // Session#regenerate calls the store's generate, which express-session's middleware would otherwise install.
+  (store as unknown as { generate: (req: Request) => void }).generate = generate;
+
+  function setCookie(req: Request, res: Response, sessionId: string): void {
+    // As express-session: a Secure cookie is not offered on what Express sees as plain http (check trust proxy).
+    if (res.headersSent || (cookie.secure && !req.secure)) return;
+    const line = `${cookiePrefix}${encodeURIComponent(sign(sessionId, signingKey))}${cookieAttributes}`;
+    const previous = res.getHeader('Set-Cookie');
+    if (previous === undefined) {
+      res.setHeader('Set-Cookie', line);
+      return;
+    }
+    const lines = Array.isArray(previous) ? previous.map(String) : [String(previous)];
+    // A later cookie for the same name (logout's clearing one, say) wins over ours; keep only theirs then.
+    if (!lines.some((existing) => existing.startsWith(cookiePrefix))) res.setHeader('Set-Cookie', [...lines, line]);
+  }
+
+  function watchEnd(req: Request, res: Response, cookieId: string | undefined): void {
+    const end = res.end;
+    res.end = function endAfterSessionSaved(this: Response, ...args: unknown[]): Response {
+      res.end = end;
+      const current = req.session as (session.Session & Partial<SessionData>) | undefined;
+      const sessionId = req.sessionID;
+      if (current === undefined || typeof sessionId !== 'string') return end.apply(res, args as Parameters<typeof end>);
+      const isNewId = sessionId !== cookieId;
+      if (isNewId && !hasData(current)) return end.apply(res, args as Parameters<typeof end>);
+      const text = JSON.stringify(current);
+      if (savedTextOf(current) === text) {
+        if (isNewId) setCookie(req, res, sessionId);
+        return end.apply(res, args as Parameters<typeof end>);
+      }
+      if (isNewId) setCookie(req, res, sessionId);
+      // Hold the end of the response until the session is stored, so the browser's next request finds it.
+      store.set(sessionId, current as unknown as SessionData, () => {
+        // A failed save cannot change an answer that is already decided; the next request reads the old state.
+        end.apply(res, args as Parameters<typeof end>);
+      });
+      return res;
+    } as typeof res.end;
+  }
+
+  return function loadSession(req: Request, res: Response, next: (err?: unknown) => void): void {
+    req.sessionStore = store as unknown as Request['sessionStore'];
+    const raw = readCookie(req.headers.cookie, cookiePrefix);
+    const cookieId = raw === undefined ? undefined : unsignSessionId(raw, keys);
+    if (cookieId === undefined) {
+      generate(req);
+      watchEnd(req, res, undefined);
+      next();
+      return;
+    }
+    req.sessionID = cookieId;
+    store.loadLive(cookieId).then(
+      (loaded) => {
+        if (loaded === null) {
+          generate(req);
+        } else {
+          const restored = store.createSession(req, loaded.data);
+          rememberSavedText(restored, loaded.text);
+        }
+        watchEnd(req, res, cookieId);
+        next();
+      },
+      (error: unknown) => next(error),
+    );
+  };
+}
+

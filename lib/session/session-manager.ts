@@ -1,0 +1,170 @@
+import { createHmac, type KeyObject } from 'node:crypto';
+import type { SessionData } from 'express-session';
+import { ServiceUnavailableError } from '../http/errors';
+import { isStoreOutage, type KeyValueStore } from '../store';
+import { judgeSession, type SessionLimits } from './session-lifetime';
+import type { SessionManager, SessionSummary } from './types';
+
+/** Settings of a {@link KitSessionManager}. */
+export interface SessionManagerSettings {
+  /** Key prefix of session records inside the kit store (the store adds its own prefix in front). */
+  sessionPrefix: string;
+  limits: SessionLimits;
+  /** HMAC key for the public session handles. */
+  handleKey: KeyObject;
+  /** Close the store on `close()`: true when `ssoSession` opened it. */
+  ownsStore: boolean;
+}
+
+/**
+ * Maps a store outage to the kit's 503, leaving other errors as they are.
+ *
+ * @example
+ * try { await store.get(key); } catch (error) { throw asOutage(error); }
+ */
+export function asOutage(error: unknown): unknown {
+  if (error instanceof ServiceUnavailableError) return error;
+  return isStoreOutage(error)
+    ? new ServiceUnavailableError({ code: 'store_unavailable', detail: 'The session store is unavailable. Try again shortly.', cause: error })
+    : error;
+}
+
+async function guarded<T>(operation: Promise<T>): Promise<T> {
+  try {
+    return await operation;
+  } catch (error) {
+    throw asOutage(error);
+  }
+}
+
+/**
+ * The session indexes and bulk operations over the kit store. Sessions live under `<sessionPrefix><id>`; the ids
+ * of a user's sessions in the set `user-sessions:{<userId>}`, those of a tag in `session-tags:{<tag>}`. Each
+ * operation touches one key at a time, so it works on a Redis Cluster without cross-slot commands.
+ *
+ * @example
+ * const manager = new KitSessionManager(store, { sessionPrefix: 'sess:', limits, handleKey, ownsStore: false });
+ * await manager.logoutEverywhere('user-1');
+ */
+export class KitSessionManager implements SessionManager {
+  private readonly store: KeyValueStore;
+  private readonly settings: SessionManagerSettings;
+
+  constructor(store: KeyValueStore, settings: SessionManagerSettings) {
+    this.store = store;
+    this.settings = settings;
+  }
+
+  sessionKey(sessionId: string): string {
+    return this.settings.sessionPrefix + sessionId;
+  }
+
+  private static userKey(userId: string): string {
+    return `user-sessions:{${userId}}`;
+  }
+
+  private static tagKey(tag: string): string {
+    return `session-tags:{${tag}}`;
+  }
+
+  handleOf(sessionId: string): string {
+    // 128 bits of a keyed hash: unguessable and unlinkable to the cookie, yet stable for the session's life.
+    return createHmac('sha256', this.settings.handleKey).update(sessionId).digest('base64url').slice(0, 22);
+  }
+
+  /** Adds a new login to the user's index and to each tag's; the sets live as long as a session can. */
+  async index(sessionId: string, userId: string, tags: readonly string[]): Promise<void> {
+    const ttlSeconds = this.settings.limits.absoluteMs / 1000;
+    await guarded(
+      Promise.all([
+        this.store.addToSet(KitSessionManager.userKey(userId), [sessionId], ttlSeconds),
+        ...tags.map((tag) => this.store.addToSet(KitSessionManager.tagKey(tag), [sessionId], ttlSeconds)),
+      ]),
+    );
+  }
+
+  /** Removes a session from its indexes. Best effort: listings drop ids whose session is gone anyway. */
+  async unindex(sessionId: string, userId: string | undefined, tags: readonly string[] = []): Promise<void> {
+    if (userId === undefined) return;
+    const removals = [this.store.removeFromSet(KitSessionManager.userKey(userId), [sessionId])];
+    for (const tag of tags) removals.push(this.store.removeFromSet(KitSessionManager.tagKey(tag), [sessionId]));
+    await Promise.all(removals).catch(() => undefined);
+  }
+
+  private async readLive(sessionId: string): Promise<SessionData | undefined> {
+    const text = await this.store.get(this.sessionKey(sessionId));
+    if (text === null) return undefined;
+    let data: SessionData;
+    try {
+      data = JSON.parse(text) as SessionData;
+    } catch {
+      return undefined;
+    }
+    const verdict = judgeSession(data?.meta, Date.now(), this.settings.limits);
+    return verdict === 'live' || verdict === 'touch' ? data : undefined;
+  }
+
+  async listSessions(userId: string, currentSessionId?: string): Promise<SessionSummary[]> {
+    return guarded(
+      (async () => {
+        const key = KitSessionManager.userKey(userId);
+        const ids = await this.store.members(key);
+        const records = await Promise.all(ids.map((id) => this.readLive(id)));
+        const gone: string[] = [];
+        const summaries: SessionSummary[] = [];
+        ids.forEach((id, position) => {
+          const data = records[position];
+          if (!data?.user || data.user.id !== userId || !data.meta) {
+            gone.push(id);
+            return;
+          }
+          summaries.push({
+            id: this.handleOf(id),
+            createdAt: data.meta.createdAt,
+            lastSeenAt: data.meta.lastSeenAt,
+            ...(data.meta.ip !== undefined ? { ip: data.meta.ip } : {}),
+            ...(data.meta.userAgent !== undefined ? { userAgent: data.meta.userAgent } : {}),
+            method: data.user.method,
+            current: id === currentSessionId,
+          });
+        });
+        if (gone.length > 0) await this.store.removeFromSet(key, gone);
+        return summaries.sort((a, b) => a.createdAt - b.createdAt);
+      })(),
+    );
+  }
+
+  async revokeSession(userId: string, handle: string): Promise<boolean> {
+    if (typeof handle !== 'string' || handle.length === 0) return false;
+    return guarded(
+      (async () => {
+        const key = KitSessionManager.userKey(userId);
+        const sessionId = (await this.store.members(key)).find((id) => this.handleOf(id) === handle);
+        if (sessionId === undefined) return false;
+        const data = await this.readLive(sessionId);
+        const removed = await this.store.delete(this.sessionKey(sessionId));
+        await this.unindex(sessionId, userId, data?.meta?.tags);
+        return removed > 0 && data !== undefined;
+      })(),
+    );
+  }
+
+  private async destroyIndexed(indexKey: string): Promise<number> {
+    const ids = await this.store.members(indexKey);
+    const removed = ids.length === 0 ? 0 : await this.store.delete(...ids.map((id) => this.sessionKey(id)));
+    await this.store.delete(indexKey);
+    return removed;
+  }
+
+  async logoutEverywhere(userId: string): Promise<number> {
+    return guarded(this.destroyIndexed(KitSessionManager.userKey(userId)));
+  }
+
+  async destroyByTag(tag: string): Promise<number> {
+    return guarded(this.destroyIndexed(KitSessionManager.tagKey(tag)));
+  }
+
+  async close(): Promise<void> {
+    if (this.settings.ownsStore) await this.store.close();
+  }
+}

@@ -1,0 +1,155 @@
+import { setCookieLine, setCookieValue } from '../helpers/cookies';
+import { startDemoForTest, type DemoUnderTest } from '../helpers/demo';
+import { expectProblem } from '../helpers/problem';
+
+// The demo's contract (docs/portal-and-demo.md), which other tests and the docs rely on.
+describe('the demo contract', () => {
+  let t: DemoUnderTest;
+  beforeAll(async () => {
+    t = await startDemoForTest('sso.test');
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  const origin = (site: 'auth' | 'shop' | 'admin') => new URL(t.demo.url(site)).origin;
+
+  describe('POST auth/login', () => {
+    it('answers 302 to return_to with the session cookie for the parent domain', async () => {
+      const res = await t.site('auth').post('/login').set('Origin', origin('auth')).type('form')
+        .send({ username: 'alice', password: 'alice-password', return_to: t.demo.url('admin', '/') });
+      expect(res.status).toBe(302);
+      expect(res.headers.location).toBe(t.demo.url('admin', '/'));
+      const line = setCookieLine(res, 'sso.sid')!;
+      expect(line).toMatch(/Domain=sso\.test/i);
+      expect(line).toMatch(/HttpOnly/i);
+      expect(line).toMatch(/SameSite=Lax/i);
+      expect(line).toMatch(/Path=\//);
+    });
+
+    it('refuses a wrong password with 401 and no cookie', async () => {
+      const res = await t.site('auth').post('/login').set('Origin', origin('auth')).type('form')
+        .send({ username: 'alice', password: 'bob-password', return_to: '' });
+      expect(res.status).toBe(401);
+      expect(setCookieValue(res, 'sso.sid')).toBeUndefined();
+    });
+
+    it('refuses a return_to outside the parent domain by sending the browser to the shop instead', async () => {
+      const res = await t.site('auth').post('/login').set('Origin', origin('auth')).type('form')
+        .send({ username: 'bob', password: 'bob-password', return_to: 'http://evil.test/' });
+      expect(res.headers.location).toBe(t.demo.url('shop', '/'));
+    });
+  });
+
+  describe('GET /me on shop and admin', () => {
+    it('returns { id, name, roles, method } on both apps after one login (single sign-on)', async () => {
+      const cookie = await t.login('alice', 'alice-password');
+      for (const site of ['shop', 'admin'] as const) {
+        const res = await t.site(site).get('/me').set('Cookie', cookie);
+        expect(res.status).toBe(200);
+        expect(res.body).toEqual({ id: 'alice', name: 'Alice Example', roles: ['admin'], method: 'password' });
+      }
+    });
+
+    it('answers 401 problem+json without a login', async () => {
+      for (const site of ['shop', 'admin'] as const) expectProblem(await t.site(site).get('/me'), 401, 'session_required');
+    });
+
+    it('answers 401 for a forged cookie', async () => {
+      expectProblem(await t.site('shop').get('/me').set('Cookie', 'sso.sid=s%3Aforged.signature'), 401);
+    });
+  });
+
+  describe('POST /logout', () => {
+    it('on one app ends the login on every app', async () => {
+      const cookie = await t.login('alice', 'alice-password');
+      const res = await t.site('admin').post('/logout').set('Origin', origin('admin')).set('Cookie', cookie);
+      expect(res.status).toBe(303);
+      expect(res.headers.location).toBe(t.demo.url('auth', '/login'));
+      expect(setCookieLine(res, 'sso.sid')).toMatch(/Domain=sso\.test.*Expires=Thu, 01 Jan 1970/i);
+      for (const site of ['shop', 'admin'] as const) expectProblem(await t.site(site).get('/me').set('Cookie', cookie), 401);
+    });
+
+    it('refuses a logout posted by another site and keeps the login', async () => {
+      const cookie = await t.login('alice', 'alice-password');
+      expectProblem(await t.site('shop').post('/logout').set('Origin', 'http://evil.test').set('Cookie', cookie), 403, 'csrf_origin');
+      expect((await t.site('shop').get('/me').set('Cookie', cookie)).status).toBe(200);
+    });
+  });
+
+  describe('pages', () => {
+    it('shows who is logged in and how on shop and admin, with a POST sign-out button', async () => {
+      const cookie = await t.login('alice', 'alice-password');
+      for (const site of ['shop', 'admin'] as const) {
+        const res = await t.site(site).get('/').set('Cookie', cookie).set('Accept', 'text/html');
+        expect(res.status).toBe(200);
+        expect(res.text).toContain('Signed in as <strong>Alice Example</strong>');
+        expect(res.text).toContain('data-method="password"');
+        expect(res.text).toContain('<form method="post" action="/logout">');
+        expect(res.text).not.toMatch(/<script>|\sstyle=|\son[a-z]+=/i);
+      }
+    });
+
+    it('sends a browser without a login from an app to the portal, with return_to', async () => {
+      const res = await t.site('shop').get('/').set('Accept', 'text/html');
+      expect(res.status).toBe(302);
+      expect(res.headers.location).toBe(`${t.demo.url('auth', '/login')}?return_to=${encodeURIComponent(t.demo.url('shop', '/'))}`);
+    });
+
+    it('gives bob, who lacks the admin role, a friendly 403 page on admin', async () => {
+      const cookie = await t.login('bob', 'bob-password');
+      const res = await t.site('admin').get('/').set('Cookie', cookie).set('Accept', 'text/html');
+      expect(res.status).toBe(403);
+      expect(res.headers['content-type']).toMatch(/^text\/html/);
+      expect(res.text).toContain('You are signed in as <strong>Bob Example</strong>');
+      expect(res.text).not.toContain('3 orders today');
+    });
+
+    it('lets the shop page fetch from the api and post its sign-out to the portal under its CSP', async () => {
+      const cookie = await t.login('alice', 'alice-password');
+      const res = await t.site('shop').get('/').set('Cookie', cookie).set('Accept', 'text/html');
+      const csp = res.headers['content-security-policy'] as string;
+      expect(csp).toContain(`connect-src 'self' ${new URL(t.demo.url('api')).origin}`);
+      expect(csp).toContain(`form-action 'self' ${origin('auth')}`);
+      expect(csp).not.toContain('unsafe-inline');
+    });
+
+    it('offers the password form and the OpenID Connect link on the portal', async () => {
+      const res = await t.site('auth').get('/login');
+      expect(res.text).toContain('href="/login/demo-idp">Sign in with the Demo IdP</a>');
+    });
+  });
+
+  describe('identity provider', () => {
+    it('sends a phone without a session from the provider to the portal and back to the same provider page', async () => {
+      const res = await t.site('idp').get('/login').query({ return_to: '/sns/qr-logins/abc/confirmation' });
+      expect(res.status).toBe(303);
+      const back = new URL(res.headers.location!).searchParams.get('return_to');
+      expect(res.headers.location!.startsWith(t.demo.url('auth', '/login?'))).toBe(true);
+      expect(back).toBe(t.demo.url('idp', '/sns/qr-logins/abc/confirmation'));
+    });
+
+    it.each(['//evil.test/x', 'http://evil.test/', 'javascript:alert(1)'])('sends an unsafe return_to %s back to the provider root instead', async (target) => {
+      const res = await t.site('idp').get('/login').query({ return_to: target });
+      expect(new URL(res.headers.location!).searchParams.get('return_to')).toBe(t.demo.url('idp', '/'));
+    });
+
+    it('publishes OpenID discovery with the public issuer', async () => {
+      const res = await t.site('idp').get('/.well-known/openid-configuration');
+      expect(res.status).toBe(200);
+      expect(res.body.issuer).toBe(new URL(t.demo.url('idp')).origin);
+    });
+  });
+
+  describe('routing', () => {
+    it('answers 404 for a host that is no demo site', async () => {
+      const res = await t.site('shop').get('/me').set('Host', `nowhere.sso.test:${t.demo.port}`);
+      expectProblem(res, 404);
+    });
+
+    it('reports health with the store kind', async () => {
+      const res = await t.site('shop').get('/healthz');
+      expect(res.body).toEqual({ status: 'ok', store: 'redis' });
+    });
+  });
+});

@@ -1,0 +1,34 @@
+import { mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import jsQR from 'jsqr';
+import { PNG } from 'pngjs';
+import { chromium, type Browser, type Page } from 'playwright-core';
+
+/** Where e2e screenshots go (git-ignored). */
+export const ARTIFACTS_DIR = resolve(__dirname, '../../test-artifacts');
+
+/**
+ * Headless Chromium with the given host names mapped to loopback, so `http://shop.sso.test:<port>` reaches the
+ * in-process demo without touching DNS.
+ */
+export async function launchChromium(mappedDomains: string[]): Promise<Browser> {
+  const rules = mappedDomains.map((domain) => `MAP *.${domain} 127.0.0.1, MAP ${domain} 127.0.0.1`).join(', ');
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', `--host-resolver-rules=${rules}`],
+  });
+}
+
+/** Saves a full-page screenshot as test-artifacts/<name>.png. */
+export async function screenshot(page: Page, name: string): Promise<void> {
+  mkdirSync(ARTIFACTS_DIR, { recursive: true });
+  await page.screenshot({ path: join(ARTIFACTS_DIR, `${name}.png`), fullPage: true });
+}
+
+/** Reads the QR code visible on the page from a screenshot, as a phone camera would. */
+export async function decodeQrFromPage(page: Page): Promise<string> {
+  const png = PNG.sync.read(await page.screenshot({ fullPage: true }));
+  const code = jsQR(new Uint8ClampedArray(png.data.buffer, png.data.byteOffset, png.data.length), png.width, png.height);
+  if (!code) throw new Error('no QR code found in the screenshot');
+  return code.data;
+}

@@ -1,0 +1,192 @@
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import Redis, { type Cluster } from 'ioredis';
+import { freePort } from './redis';
+
+const run = promisify(execFile);
+
+/** A throw-away Redis Cluster of masters without replicas, on loopback ports chosen at start. */
+export interface RedisClusterHarness {
+  /** The masters' addresses, usable as ioredis Cluster seed nodes. */
+  nodes: Array<{ host: string; port: number }>;
+  /** The same list as `host:port,host:port`, the format `SSO_TEST_REDIS_CLUSTER` expects. */
+  seeds: string;
+  /** Stops every node and deletes the temporary directory. Safe to call twice. */
+  stop(): Promise<void>;
+}
+
+/** Options of {@link startRedisCluster}. */
+export interface RedisClusterOptions {
+  /** How many masters; Redis needs at least 3. Default 3. */
+  masters?: number;
+  /** How long to wait for `cluster_state:ok`, in milliseconds. Default 20000. */
+  readyTimeoutMs?: number;
+}
+
+async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check().catch(() => false)) return;
+    if (Date.now() > deadline) throw new Error(`redis cluster: ${what} did not happen within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+async function ask(port: number, ...command: string[]): Promise<string> {
+  const client = new Redis({ host: '127.0.0.1', port, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    return String(await client.call(command[0]!, ...command.slice(1)));
+  } finally {
+    client.disconnect();
+  }
+}
+
+function stopProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    child.once('exit', () => resolve());
+    child.kill('SIGKILL');
+  });
+}
+
+/**
+ * Starts a Redis Cluster from the `redis-server` binary in a temporary directory and waits until every node
+ * reports `cluster_state:ok`. Nothing is persisted; `stop()` removes every trace.
+ *
+ * @example
+ * const cluster = await startRedisCluster();
+ * const client = createRedisConnection({ cluster: { nodes: cluster.nodes } });
+ * // …
+ * await client.quit();
+ * await cluster.stop();
+ */
+export async function startRedisCluster(options: RedisClusterOptions = {}): Promise<RedisClusterHarness> {
+  const masters = options.masters ?? 3;
+  if (!Number.isInteger(masters) || masters < 3) {
+    throw new TypeError(`startRedisCluster: masters must be an integer of at least 3 (Redis Cluster needs 3), got ${masters}`);
+  }
+  const readyTimeoutMs = options.readyTimeoutMs ?? 20_000;
+  const dir = await mkdtemp(join(tmpdir(), 'sso-redis-cluster-'));
+  const children: ChildProcess[] = [];
+  const ports: number[] = [];
+  let stopped = false;
+
+  const stop = async (): Promise<void> => {
+    if (stopped) return;
+    stopped = true;
+    await Promise.all(children.map(stopProcess));
+    await rm(dir, { recursive: true, force: true });
+  };
+
+  try {
+    for (let index = 0; index < masters; index += 1) {
+      // Ports are picked one by one right before use; a node's cluster bus listens on port + 10000.
+      let port = await freePort();
+      while (port + 10_000 > 65_535 || ports.includes(port)) port = await freePort();
+      ports.push(port);
+      const child = spawn(
+        'redis-server',
+        [
+          '--port', String(port),
+          '--bind', '127.0.0.1',
+          '--cluster-enabled', 'yes',
+          '--cluster-config-file', join(dir, `nodes-${port}.conf`),
+          '--cluster-node-timeout', '2000',
+          '--dir', dir,
+          '--save', '',
+          '--appendonly', 'no',
+        ],
+        { stdio: 'ignore' },
+      );
+      children.push(child);
+    }
+    for (const port of ports) {
+      await waitFor(async () => (await ask(port, 'PING')) === 'PONG', 5000, `node ${port} answering PING`);
+    }
+    await run('redis-cli', [
+      '--cluster', 'create',
+      ...ports.map((port) => `127.0.0.1:${port}`),
+      '--cluster-replicas', '0',
+      '--cluster-yes',
+    ]);
+    for (const port of ports) {
+      await waitFor(
+        async () => (await ask(port, 'CLUSTER', 'INFO')).includes('cluster_state:ok'),
+        readyTimeoutMs,
+        `cluster_state:ok on node ${port}`,
+      );
+    }
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+
+  const nodes = ports.map((port) => ({ host: '127.0.0.1', port }));
+  return { nodes, seeds: nodes.map(({ host, port }) => `${host}:${port}`).join(','), stop };
+}
+
+/**
+ * The Redis Cluster hash slot of a key: CRC16 (XMODEM) of the key, or of its first non-empty `{…}` hash tag,
+ * modulo 16384. Written out here so the check does not trust the client library it is checking.
+ *
+ * @example
+ * keySlot('qr:{abc}:state') === keySlot('qr:{abc}:code'); // true
+ */
+export function keySlot(key: string): number {
+  const open = key.indexOf('{');
+  let hashed = key;
+  if (open !== -1) {
+    const close = key.indexOf('}', open + 1);
+    if (close > open + 1) hashed = key.slice(open + 1, close);
+  }
+  let crc = 0;
+  for (const byte of Buffer.from(hashed)) {
+    crc ^= byte << 8;
+    for (let bit = 0; bit < 8; bit += 1) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+  }
+  return crc % 16384;
+}
+
+/** One command seen by {@link recordKeySlots}: its name, the keys it touched and their hash slots. */
+export interface RecordedCommand {
+  name: string;
+  keys: string[];
+  slots: number[];
+}
+
+/**
+ * Records every command a Cluster client sends, with the hash slot of each key, so a test can assert that no
+ * command touches keys of two slots (which a Cluster answers with CROSSSLOT) and list the key shapes in use.
+ *
+ * @example
+ * const recorder = recordKeySlots(cluster);
+ * await runFlows();
+ * expect(recorder.crossSlot()).toEqual([]);
+ * recorder.stop();
+ */
+export function recordKeySlots(client: Cluster): { commands: RecordedCommand[]; crossSlot(): RecordedCommand[]; stop(): void } {
+  const commands: RecordedCommand[] = [];
+  // The Cluster client re-enters sendCommand for one command (e.g. once its slot map is ready); count it once.
+  const seen = new WeakSet<object>();
+  const original = client.sendCommand;
+  const patched: typeof original = function sendCommandRecorded(this: Cluster, command, ...rest) {
+    if (seen.has(command)) return original.call(this, command, ...rest);
+    seen.add(command);
+    const keys = command.getKeys().map(String);
+    commands.push({ name: command.name.toLowerCase(), keys, slots: keys.map((key) => keySlot(key)) });
+    return original.call(this, command, ...rest);
+  };
+  client.sendCommand = patched;
+  return {
+    commands,
+    crossSlot: () => commands.filter((command) => new Set(command.slots).size > 1),
+    stop: () => {
+      client.sendCommand = original;
+    },
+  };
+}

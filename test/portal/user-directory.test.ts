@@ -1,0 +1,123 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { hashPassword } from '../../lib/portal/password-hash';
+import { fileUserDirectory, redisUserDirectory, type UserRecord } from '../../lib/portal/user-directory';
+import { testRedisStore } from '../helpers/redis';
+
+const FAST = { N: 1024, r: 8, p: 1 };
+let records: UserRecord[];
+
+beforeAll(async () => {
+  records = [
+    { id: 'u-alice', username: 'alice', name: 'Alice', roles: ['admin'], passwordHash: await hashPassword('alice-password', FAST) },
+    { id: 'u-bob', username: 'Bob', name: 'Bob', roles: [], passwordHash: await hashPassword('bob-password', FAST) },
+    { id: 'u-mallory', username: 'mallory', name: 'Mallory', roles: [], passwordHash: await hashPassword('mallory-password', FAST), disabled: true },
+  ];
+});
+
+describe('fileUserDirectory', () => {
+  it('returns the user without its hash for the right password, matching the username case-insensitively', async () => {
+    const users = fileUserDirectory(records);
+    expect(await users.verifyPassword('ALICE', 'alice-password')).toEqual({ id: 'u-alice', name: 'Alice', roles: ['admin'] });
+    expect(await users.verifyPassword('bob', 'bob-password')).toEqual({ id: 'u-bob', name: 'Bob', roles: [] });
+  });
+
+  it('answers null alike for a wrong password, an unknown user and a disabled user', async () => {
+    const users = fileUserDirectory(records);
+    expect(await users.verifyPassword('alice', 'wrong')).toBeNull();
+    expect(await users.verifyPassword('nobody', 'alice-password')).toBeNull();
+    expect(await users.verifyPassword('mallory', 'mallory-password')).toBeNull();
+  });
+
+  it('spends scrypt work on unknown users too, so timing does not reveal which accounts exist', async () => {
+    const slow = [{ ...records[0]!, passwordHash: await hashPassword('pw', { N: 16384, r: 8, p: 1 }) }];
+    const users = fileUserDirectory(slow);
+    await users.verifyPassword('nobody', 'x'); // builds the decoy hash once
+    const time = async (name: string) => {
+      const start = process.hrtime.bigint();
+      for (let i = 0; i < 3; i += 1) await users.verifyPassword(name, 'wrong');
+      return Number(process.hrtime.bigint() - start) / 3e6;
+    };
+    const known = await time('alice');
+    const unknown = await time('nobody');
+    expect(unknown).toBeGreaterThan(known * 0.5);
+    expect(unknown).toBeGreaterThan(5);
+  });
+
+  it('reads records from a JSON file', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'users-'));
+    try {
+      const file = join(dir, 'users.json');
+      writeFileSync(file, JSON.stringify(records));
+      const users = fileUserDirectory(file);
+      expect(await users.findById('u-bob')).toEqual({ id: 'u-bob', name: 'Bob', roles: [] });
+      expect(await users.findById('u-none')).toBeNull();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('is not changed by later changes to the caller\'s records', async () => {
+    const copy = records.map((r) => ({ ...r, roles: [...r.roles] }));
+    const users = fileUserDirectory(copy);
+    copy[1]!.roles.push('admin');
+    copy[1]!.passwordHash = copy[0]!.passwordHash;
+    expect(await users.verifyPassword('bob', 'bob-password')).toEqual({ id: 'u-bob', name: 'Bob', roles: [] });
+  });
+
+  it.each([
+    ['a missing file', 'no/such/users.json', /cannot read users/],
+    ['a non-array', { users: [] }, /expected an array/],
+    ['a record without username', [{ id: 'x', name: 'X', roles: [], passwordHash: 'scrypt$1024$8$1$c2FsdHNhbHRzYWx0$aGFzaGhhc2hoYXNoaGFzaA' }], /needs a non-empty string "username"/],
+    ['a plain-text password', [{ id: 'x', username: 'x', name: 'X', roles: [], passwordHash: 'hunter2' }], /bad passwordHash/],
+  ])('rejects %s when built', (_label, source, message) => {
+    expect(() => fileUserDirectory(source as never)).toThrow(message);
+  });
+
+  it('rejects duplicate usernames that differ only in case', () => {
+    expect(() => fileUserDirectory([records[0]!, { ...records[0]!, id: 'other', username: 'ALICE' }])).toThrow(/appears twice/);
+  });
+});
+
+describe('redisUserDirectory', () => {
+  let redis: Awaited<ReturnType<typeof testRedisStore>>;
+  beforeAll(async () => {
+    redis = await testRedisStore('portal-users');
+  });
+  afterAll(async () => {
+    await redis.cleanup();
+  });
+
+  it('stores users and verifies their passwords like the file directory', async () => {
+    const users = redisUserDirectory(redis.store);
+    for (const record of records) await users.put(record);
+    expect(await users.verifyPassword('Alice', 'alice-password')).toEqual({ id: 'u-alice', name: 'Alice', roles: ['admin'] });
+    expect(await users.verifyPassword('alice', 'bob-password')).toBeNull();
+    expect(await users.verifyPassword('nobody', 'x')).toBeNull();
+    expect(await users.verifyPassword('mallory', 'mallory-password')).toBeNull();
+    expect(await users.findById('u-bob')).toEqual({ id: 'u-bob', name: 'Bob', roles: [] });
+  });
+
+  it('refuses to give a username that belongs to another user', async () => {
+    const users = redisUserDirectory(redis.store, { namespace: 'clash' });
+    await users.put(records[0]!);
+    await expect(users.put({ ...records[1]!, username: 'ALICE' })).rejects.toThrow(/belongs to another user/);
+  });
+
+  it('frees the old username on rename and forgets a removed user', async () => {
+    const users = redisUserDirectory(redis.store, { namespace: 'rename' });
+    await users.put(records[1]!);
+    await users.put({ ...records[1]!, username: 'robert' });
+    expect(await users.verifyPassword('bob', 'bob-password')).toBeNull();
+    expect(await users.verifyPassword('robert', 'bob-password')).toMatchObject({ id: 'u-bob' });
+    expect(await users.remove('u-bob')).toBe(true);
+    expect(await users.verifyPassword('robert', 'bob-password')).toBeNull();
+    expect(await users.remove('u-bob')).toBe(false);
+  });
+
+  it('rejects a store that is not the kit store and a bad namespace', () => {
+    expect(() => redisUserDirectory({} as never)).toThrow(/pass the kit store/);
+    expect(() => redisUserDirectory(redis.store, { namespace: 'a{b}' })).toThrow(/namespace must match/);
+  });
+});

@@ -1,0 +1,92 @@
+import { QrLoginRequests } from '../../lib/qr/qr-login-requests';
+import { testRedisStore } from '../helpers/redis';
+
+let redis: Awaited<ReturnType<typeof testRedisStore>>;
+let requests: QrLoginRequests;
+
+beforeAll(async () => {
+  redis = await testRedisStore('qr-requests');
+  requests = new QrLoginRequests(redis.store);
+});
+
+afterAll(() => redis.cleanup());
+
+function create(validitySeconds = 180) {
+  return requests.create({
+    appid: 'shop',
+    redirectUri: 'https://shop.example.test/callback/qr',
+    state: 's',
+    bindingHash: 'h',
+    requester: { ip: '127.0.0.1', userAgent: 'test' },
+    validitySeconds,
+  });
+}
+
+describe('QrLoginRequests', () => {
+  it('stores a new request under a hash-tagged key with the validity plus the retention as TTL', async () => {
+    const record = await create(180);
+    const ttl = await redis.store.ttlMillis(`qr:{${record.authCode}}`);
+    expect(ttl).toBeGreaterThan(770_000);
+    expect(ttl).toBeLessThanOrEqual(780_000);
+    expect(await requests.get(record.authCode)).toEqual(record);
+  });
+
+  it('does not look up a malformed auth_code', async () => {
+    expect(await requests.get('../../etc')).toBeNull();
+    expect(await requests.transition('x', 'scanned', 'alice', 300)).toEqual({ ok: false, reason: 'not_found' });
+  });
+
+  it('has exactly one winner among 100 concurrent confirmations issued together (compare-and-set)', async () => {
+    const record = await create();
+    expect((await requests.transition(record.authCode, 'scanned', 'alice', 300)).ok).toBe(true);
+    // All 100 reads go out before any write comes back, so only the compare-and-set can keep a single winner.
+    const results = await Promise.all(Array.from({ length: 100 }, () => requests.transition(record.authCode, 'confirmed', 'alice', 300)));
+    expect(results.filter((result) => result.ok)).toHaveLength(1);
+    expect(results.filter((result) => !result.ok && result.reason === 'illegal_transition')).toHaveLength(99);
+  });
+
+  it('has exactly one winner among 100 concurrent redemptions of one code, the others learn the grant', async () => {
+    const record = await create();
+    await requests.transition(record.authCode, 'scanned', 'alice', 300);
+    const confirmed = await requests.transition(record.authCode, 'confirmed', 'alice', 300);
+    const code = confirmed.ok ? confirmed.record.code! : '';
+    const results = await Promise.all(Array.from({ length: 100 }, () => requests.redeemCode(code, 'shop')));
+    const winners = results.filter((result) => result.ok);
+    expect(winners).toHaveLength(1);
+    const grantId = winners[0]!.ok ? winners[0]!.code.grantId : '';
+    expect(results.filter((result) => !result.ok && result.reason === 'code_used' && result.grantId === grantId)).toHaveLength(99);
+  });
+
+  it('refuses to redeem a code for another appid', async () => {
+    const record = await create();
+    await requests.transition(record.authCode, 'scanned', 'alice', 300);
+    const confirmed = await requests.transition(record.authCode, 'confirmed', 'alice', 300);
+    expect(await requests.redeemCode(confirmed.ok ? confirmed.record.code! : '', 'admin')).toEqual({ ok: false, reason: 'invalid_code' });
+  });
+
+  it('lets the redirect be collected once', async () => {
+    const record = await create();
+    await requests.transition(record.authCode, 'scanned', 'alice', 300);
+    const confirmed = await requests.transition(record.authCode, 'confirmed', 'alice', 300);
+    const results = await Promise.all(Array.from({ length: 20 }, () => requests.collect(confirmed.ok ? confirmed.record : record)));
+    expect(results.filter(Boolean)).toHaveLength(1);
+  });
+
+  it('publishes every transition to subscribers', async () => {
+    const record = await create();
+    const seen: string[] = [];
+    let arrivedBoth: () => void = () => undefined;
+    const arrived = new Promise<void>((resolve) => {
+      arrivedBoth = resolve;
+    });
+    const unsubscribe = await requests.subscribe(record.authCode, (event) => {
+      seen.push(event.status);
+      if (seen.length === 2) arrivedBoth();
+    });
+    await requests.transition(record.authCode, 'scanned', 'alice', 300);
+    await requests.transition(record.authCode, 'denied', 'alice', 300);
+    await arrived;
+    await unsubscribe();
+    expect(seen).toEqual(['scanned', 'denied']);
+  });
+});

@@ -1,0 +1,117 @@
+import { createSecretKey } from 'node:crypto';
+import request from 'supertest';
+import { testRedisStore } from '../helpers/redis';
+import { forgeSessionCookie } from '../helpers/session-cookies';
+import { loginAs, sessionCookieOf, sessionIdOf, ssoOptions, startSsoApp, TEST_SECRET, via } from '../helpers/sso-apps';
+import { ssoSession } from '../../lib';
+import { readCookie, unsignSessionId } from '../../lib/session/session-engine';
+
+describe('readCookie', () => {
+  it.each([
+    ['sso.sid=abc', 'abc'],
+    ['a=1; sso.sid=abc; b=2', 'abc'],
+    ['a=1;sso.sid=abc', 'abc'],
+    ['xsso.sid=evil; sso.sid=abc', 'abc'],
+    ['sso.sid=first; sso.sid=second', 'first'],
+    ['sso.sid=s%3Aabc.def', 's:abc.def'],
+    ['sso.sid= abc ', 'abc'],
+  ])('reads %j as %j', (header, value) => {
+    expect(readCookie(header, 'sso.sid=')).toBe(value);
+  });
+
+  it.each([[undefined], [''], ['other=1'], ['xsso.sid=abc'], ['sso.sid=%E0%A4%A']])('finds nothing in %j', (header) => {
+    expect(readCookie(header, 'sso.sid=')).toBeUndefined();
+  });
+});
+
+describe('session cookie signatures', () => {
+  const keys = [createSecretKey(Buffer.from(TEST_SECRET))];
+  const valid = decodeURIComponent(forgeSessionCookie('abcdefghijklmnopqrstuvwxyz012345', TEST_SECRET).split('=')[1]!);
+
+  it('accepts exactly the signature cookie-signature produces', () => {
+    expect(unsignSessionId(valid, keys)).toBe('abcdefghijklmnopqrstuvwxyz012345');
+  });
+
+  it.each([
+    ['every one-character change of the signature', (value: string, position: number) => `${value.slice(0, position)}${value[position] === 'A' ? 'B' : 'A'}${value.slice(position + 1)}`],
+  ])('refuses %s', (_name, mutate) => {
+    const signatureStart = valid.lastIndexOf('.') + 1;
+    for (let position = signatureStart; position < valid.length; position += 1) {
+      expect(unsignSessionId(mutate(valid, position), keys)).toBeUndefined();
+    }
+  });
+
+  it.each([
+    ['an unsigned id', 'abcdefghijklmnopqrstuvwxyz012345'],
+    ['a missing s: prefix', valid.slice(2)],
+    ['a truncated signature', valid.slice(0, -1)],
+    ['a signature with padding', `${valid}=`],
+    ['another id with the same signature', valid.replace('abc', 'abd')],
+  ])('refuses %s', (_name, value) => {
+    expect(unsignSessionId(value, keys)).toBeUndefined();
+  });
+});
+
+describe('the session engine in an app', () => {
+  let redis: Awaited<ReturnType<typeof testRedisStore>>;
+  let shop: Awaited<ReturnType<typeof startSsoApp>>;
+
+  beforeAll(async () => {
+    redis = await testRedisStore('engine');
+    shop = await startSsoApp(ssoSession(ssoOptions({ store: redis.store })), {
+      routes: (app) => {
+        app.get('/start-transaction', (req, res) => {
+          // What the OIDC login does: remember state in the (anonymous) session, then redirect away.
+          req.session.oidcTransactions = { 'state-1': 'verifier' };
+          res.redirect(302, 'https://idp.example.test/authorize');
+        });
+        app.get('/transaction', (req, res) => {
+          res.json(req.session.oidcTransactions ?? null);
+        });
+        app.get('/stream', (req, res) => {
+          res.write('part one;');
+          req.session.oidcTransactions = { streamed: 'yes' };
+          res.end('part two');
+        });
+        app.get('/reload', (req, res, next) => {
+          req.session.reload((error: unknown) => (error ? next(error) : res.json({ user: req.session.user?.id ?? null })));
+        });
+      },
+    });
+  });
+  afterAll(async () => {
+    await shop.close();
+    await redis.cleanup();
+  });
+
+  it('saves an anonymous session that was given data, and sets its cookie on the redirect', async () => {
+    const res = await via(shop.server, 'shop.example.test', 'get', '/start-transaction');
+    expect(res.status).toBe(302);
+    const cookie = sessionCookieOf(res)!;
+    expect(cookie).toBeDefined();
+    expect((await via(shop.server, 'shop.example.test', 'get', '/transaction', cookie)).body).toEqual({ 'state-1': 'verifier' });
+  });
+
+  it('saves a change made after the body started streaming', async () => {
+    const cookie = await loginAs(shop.server, 'shop.example.test', { id: 'streamer' });
+    const res = await via(shop.server, 'shop.example.test', 'get', '/stream', cookie);
+    expect(res.text).toBe('part one;part two');
+    expect((await via(shop.server, 'shop.example.test', 'get', '/transaction', cookie)).body).toEqual({ streamed: 'yes' });
+  });
+
+  it('does not offer the Secure cookie on what Express sees as plain http', async () => {
+    const res = await request(shop.server).get('/start-transaction').set('Host', 'shop.example.test');
+    expect(res.status).toBe(302);
+    expect(res.headers['set-cookie']).toBeUndefined();
+  });
+
+  it('supports req.session.reload', async () => {
+    const cookie = await loginAs(shop.server, 'shop.example.test', { id: 'reloader' });
+    expect((await via(shop.server, 'shop.example.test', 'get', '/reload', cookie)).body).toEqual({ user: 'reloader' });
+  });
+
+  it('writes the cookie express-session would write, so plain express-session apps can share it', async () => {
+    const cookie = await loginAs(shop.server, 'shop.example.test', { id: 'compatible' });
+    expect(cookie).toBe(forgeSessionCookie(sessionIdOf(cookie), TEST_SECRET));
+  });
+});

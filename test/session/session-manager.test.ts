@@ -1,0 +1,54 @@
+import { testRedisStore } from '../helpers/redis';
+import { loginAs, sessionIdOf, ssoOptions, startSsoApp, via } from '../helpers/sso-apps';
+import { ssoSession } from '../../lib';
+
+describe('SessionManager', () => {
+  let redis: Awaited<ReturnType<typeof testRedisStore>>;
+  let sso: ReturnType<typeof ssoSession>;
+  let shop: Awaited<ReturnType<typeof startSsoApp>>;
+
+  beforeAll(async () => {
+    redis = await testRedisStore('manager');
+    sso = ssoSession(ssoOptions({ store: redis.store }));
+    shop = await startSsoApp(sso);
+  });
+  afterAll(async () => {
+    await shop.close();
+    await redis.cleanup();
+  });
+
+  it('lists sessions by a handle that is not the session id and is stable', async () => {
+    const cookie = await loginAs(shop.server, 'shop.example.test', { id: 'ada' });
+    const [summary] = await sso.manager.listSessions('ada', sessionIdOf(cookie));
+    expect(summary!.id).toBe(sso.manager.handleOf(sessionIdOf(cookie)));
+    expect(summary!.id).not.toContain(sessionIdOf(cookie));
+    expect(summary!.current).toBe(true);
+  });
+
+  it('drops index entries whose session is gone', async () => {
+    const kept = await loginAs(shop.server, 'shop.example.test', { id: 'bob' });
+    const lost = await loginAs(shop.server, 'shop.example.test', { id: 'bob' });
+    await redis.client.del(`${redis.prefix}sess:${sessionIdOf(lost)}`);
+    const sessions = await sso.manager.listSessions('bob');
+    expect(sessions.map((session) => session.id)).toEqual([sso.manager.handleOf(sessionIdOf(kept))]);
+    expect(await redis.client.smembers(`${redis.prefix}user-sessions:{bob}`)).toEqual([sessionIdOf(kept)]);
+  });
+
+  it('revokes only sessions of the named user', async () => {
+    const cookie = await loginAs(shop.server, 'shop.example.test', { id: 'carol' });
+    const handle = sso.manager.handleOf(sessionIdOf(cookie));
+    expect(await sso.manager.revokeSession('mallory', handle)).toBe(false);
+    expect((await via(shop.server, 'shop.example.test', 'get', '/me', cookie)).status).toBe(200);
+    expect(await sso.manager.revokeSession('carol', handle)).toBe(true);
+    expect(await sso.manager.revokeSession('carol', handle)).toBe(false);
+    expect((await via(shop.server, 'shop.example.test', 'get', '/me', cookie).set('Accept', 'application/json')).status).toBe(401);
+  });
+
+  it('logoutEverywhere counts the live sessions it ended', async () => {
+    await loginAs(shop.server, 'shop.example.test', { id: 'dave' });
+    await loginAs(shop.server, 'shop.example.test', { id: 'dave' });
+    expect(await sso.manager.logoutEverywhere('dave')).toBe(2);
+    expect(await sso.manager.logoutEverywhere('dave')).toBe(0);
+    expect(await sso.manager.listSessions('dave')).toEqual([]);
+  });
+});

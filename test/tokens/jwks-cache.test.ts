@@ -1,0 +1,186 @@
+import { randomBytes } from 'node:crypto';
+import { JwksCache, KeySourceUnavailableError, TokenError } from '../../lib/tokens';
+import { ecPair, rsaPair, startJwksServer, type JwksServer } from '../helpers/jose-tokens';
+
+const jwkOf = (key: ReturnType<typeof rsaPair>['publicKey'], extra: Record<string, unknown>) => ({ ...key.export({ format: 'jwk' }), ...extra });
+
+async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected a rejection');
+}
+
+describe('JwksCache', () => {
+  const first = rsaPair();
+  const second = rsaPair();
+  let server: JwksServer;
+
+  beforeEach(async () => {
+    server = await startJwksServer([jwkOf(first.publicKey, { kid: 'k1', alg: 'RS256', use: 'sig' })]);
+  });
+  afterEach(() => server.close());
+
+  it('fetches the key set once and serves keys by kid from memory', async () => {
+    const cache = new JwksCache({ uri: server.jwksUri });
+    const key = await cache.getKey('k1', 'RS256');
+    expect(key.equals(first.publicKey)).toBe(true);
+    await cache.getKey('k1', 'RS256');
+    await cache.getKey('k1', 'RS256');
+    expect([server.hits, cache.fetches]).toEqual([1, 1]);
+  });
+
+  it('fetches a rotated-in kid exactly once under 50 concurrent requests', async () => {
+    const cache = new JwksCache({ uri: server.jwksUri });
+    await cache.getKey('k1', 'RS256');
+    server.jwks = { keys: [...server.jwks.keys, jwkOf(second.publicKey, { kid: 'k2', alg: 'RS256' })] };
+    const keys = await Promise.all(Array.from({ length: 50 }, () => cache.getKey('k2', 'RS256')));
+    expect(keys.every((key) => key.equals(second.publicKey))).toBe(true);
+    expect(server.hits).toBe(2);
+  });
+
+  it('refetches for unknown kids at most once per cooldown', async () => {
+    const cache = new JwksCache({ uri: server.jwksUri, cooldownMs: 300 });
+    await cache.getKey('k1', 'RS256');
+    await expect(cache.getKey('nope-1', 'RS256')).rejects.toMatchObject({ reason: 'unknown_kid' });
+    await expect(cache.getKey('nope-2', 'RS256')).rejects.toMatchObject({ reason: 'unknown_kid' });
+    await expect(cache.getKey('nope-3', 'RS256')).rejects.toMatchObject({ reason: 'unknown_kid' });
+    expect(server.hits).toBe(2);
+    await new Promise((resolve) => setTimeout(resolve, 350));
+    await expect(cache.getKey('nope-4', 'RS256')).rejects.toBeInstanceOf(TokenError);
+    expect(server.hits).toBe(3);
+  });
+
+  it('accepts a token without kid only when exactly one key fits the alg', async () => {
+    const cache = new JwksCache({ uri: server.jwksUri, cooldownMs: 0 });
+    expect((await cache.getKey(undefined, 'RS256')).equals(first.publicKey)).toBe(true);
+    server.jwks = { keys: [...server.jwks.keys, jwkOf(second.publicKey, { kid: 'k2', alg: 'RS256' })] };
+    await cache.refresh();
+    await expect(cache.getKey(undefined, 'RS256')).rejects.toMatchObject({ reason: 'unknown_kid' });
+  });
+
+  it('binds a published key to its alg, and infers the algs of a key without alg', async () => {
+    const ec = ecPair();
+    server.jwks = {
+      keys: [jwkOf(first.publicKey, { kid: 'rs', alg: 'RS256' }), jwkOf(second.publicKey, { kid: 'any-rsa' }), jwkOf(ec.publicKey, { kid: 'ec' })],
+    };
+    const cache = new JwksCache({ uri: server.jwksUri, cooldownMs: 60_000 });
+    await expect(cache.getKey('rs', 'PS256')).rejects.toMatchObject({ reason: 'alg_mismatch' });
+    await expect(cache.getKey('any-rsa', 'PS256')).resolves.toBeDefined();
+    await expect(cache.getKey('ec', 'ES256')).resolves.toBeDefined();
+    await expect(cache.getKey('ec', 'RS256')).rejects.toBeInstanceOf(TokenError);
+    await expect(cache.getKey('rs', 'HS256')).rejects.toMatchObject({ reason: 'unsupported_alg' });
+  });
+
+  it('ignores encryption keys, RSA keys under 2048 bits, symmetric keys, private keys and odd kids', async () => {
+    const weak = rsaPair(1024);
+    server.jwks = {
+      keys: [
+        jwkOf(first.publicKey, { kid: 'enc', use: 'enc' }),
+        jwkOf(weak.publicKey, { kid: 'weak' }),
+        { kty: 'oct', kid: 'oct', k: randomBytes(32).toString('base64url') },
+        { ...first.privateKey.export({ format: 'jwk' }), kid: 'private' },
+        jwkOf(first.publicKey, { kid: '../../etc/passwd' }),
+        jwkOf(second.publicKey, { kid: 'good', key_ops: ['verify'] }),
+      ],
+    };
+    const cache = new JwksCache({ uri: server.jwksUri, cooldownMs: 60_000 });
+    for (const kid of ['enc', 'weak', 'oct', 'private']) {
+      await expect(cache.getKey(kid, 'RS256')).rejects.toMatchObject({ reason: 'unknown_kid' });
+    }
+    await expect(cache.getKey('good', 'RS256')).resolves.toBeDefined();
+    await expect(cache.getKey('oct', 'HS256')).rejects.toMatchObject({ reason: 'unsupported_alg' });
+  });
+
+  it('keeps serving cached keys while the endpoint is down, and answers an unknown kid within the timeout', async () => {
+    const cache = new JwksCache({ uri: server.jwksUri, maxAgeMs: 100, timeoutMs: 500, cooldownMs: 0 });
+    await cache.getKey('k1', 'RS256');
+    await server.close();
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect((await cache.getKey('k1', 'RS256')).equals(first.publicKey)).toBe(true);
+    const started = Date.now();
+    await expect(cache.getKey('k-new', 'RS256')).rejects.toMatchObject({ reason: 'unknown_kid' });
+    expect(Date.now() - started).toBeLessThan(1000);
+  });
+
+  it('answers an unknown kid within the timeout while the endpoint hangs, cached keys still working', async () => {
+    const cache = new JwksCache({ uri: server.jwksUri, timeoutMs: 300, cooldownMs: 0 });
+    await cache.getKey('k1', 'RS256');
+    server.delayMs = 1900;
+    const started = Date.now();
+    await expect(cache.getKey('k-new', 'RS256')).rejects.toMatchObject({ reason: 'unknown_kid' });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(250);
+    expect(Date.now() - started).toBeLessThan(1000);
+    await expect(cache.getKey('k1', 'RS256')).resolves.toBeDefined();
+  });
+
+  it('keeps serving cached keys while the endpoint answers 500', async () => {
+    const cache = new JwksCache({ uri: server.jwksUri, maxAgeMs: 100, cooldownMs: 0 });
+    await cache.getKey('k1', 'RS256');
+    server.status = 500;
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    await expect(cache.getKey('k1', 'RS256')).resolves.toBeDefined();
+    expect(server.hits).toBe(2);
+  });
+
+  it('fails with KeySourceUnavailableError when the endpoint is down and nothing is cached', async () => {
+    const uri = server.jwksUri;
+    await server.close();
+    const error = await rejection(new JwksCache({ uri }).getKey('k1', 'RS256'));
+    expect(error).toBeInstanceOf(KeySourceUnavailableError);
+    expect((error as KeySourceUnavailableError).failure).toBe('unreachable');
+  });
+
+  it('aborts a slow endpoint after timeoutMs', async () => {
+    server.delayMs = 1500;
+    const started = Date.now();
+    const error = await rejection(new JwksCache({ uri: server.jwksUri, timeoutMs: 200 }).getKey('k1', 'RS256'));
+    expect((error as KeySourceUnavailableError).failure).toBe('timeout');
+    expect(Date.now() - started).toBeLessThan(1000);
+  });
+
+  it.each([
+    ['an HTML page', (s: JwksServer) => (s.jwks = 'oops' as never)],
+    ['a 404', (s: JwksServer) => (s.status = 404)],
+    ['a set without usable keys', (s: JwksServer) => (s.jwks = { keys: [{ kty: 'oct', k: 'AAAA' }] })],
+    ['a document without keys', (s: JwksServer) => (s.jwks = { nokeys: true } as never)],
+  ])('reports a bad_response for %s', async (_name, spoil) => {
+    spoil(server);
+    const error = await rejection(new JwksCache({ uri: server.jwksUri }).getKey('k1', 'RS256'));
+    expect((error as KeySourceUnavailableError).failure).toBe('bad_response');
+  });
+
+  it('honours Cache-Control max-age within its bounds', async () => {
+    server.cacheControl = 'public, max-age=1';
+    const cache = new JwksCache({ uri: server.jwksUri, minAgeMs: 500, maxAgeMs: 60_000 });
+    await cache.getKey('k1', 'RS256');
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    await cache.getKey('k1', 'RS256');
+    expect(server.hits).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    await cache.getKey('k1', 'RS256');
+    expect(server.hits).toBe(2);
+  });
+
+  it('caps a long Cache-Control max-age at maxAgeMs', async () => {
+    server.cacheControl = 'max-age=86400';
+    const cache = new JwksCache({ uri: server.jwksUri, minAgeMs: 0, maxAgeMs: 200 });
+    await cache.getKey('k1', 'RS256');
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    await cache.getKey('k1', 'RS256');
+    expect(server.hits).toBe(2);
+  });
+
+  it.each([
+    [{ uri: 'http://auth.example.test/jwks' }, /https:/],
+    [{ uri: 'not a url' }, /absolute URL/],
+    [{ uri: 'https://user:pw@auth.example.test/jwks' }, /credentials/],
+    [{ uri: 'https://auth.example.test/jwks', timeoutMs: 0 }, /timeoutMs/],
+    [{ uri: 'https://auth.example.test/jwks', cooldownMs: -1 }, /cooldownMs/],
+    [{ uri: 'https://auth.example.test/jwks', fetch: 'no' }, /fetch/],
+  ])('refuses bad options %#', (options, message) => {
+    expect(() => new JwksCache(options as never)).toThrow(message);
+  });
+});
