@@ -32,7 +32,12 @@ const answerError: ErrorRequestHandler = (error: { status?: number }, _req, res,
   res.status(error.status ?? 500).end();
 };
 
-/** An app with one protected route that echoes the subject, so every case does the same work after verifying. */
+/**
+ * An app with one protected route that echoes the subject, so every case does the same work after verifying.
+ *
+ * @example
+ * const app = protectedApp(requireBearer({ ... }), (req) => req.auth?.claims.sub);
+ */
 export function protectedApp(guard: RequestHandler | undefined, subjectOf: (req: express.Request) => unknown): Express {
   const app = express();
   app.disable('x-powered-by');
@@ -44,6 +49,12 @@ export function protectedApp(guard: RequestHandler | undefined, subjectOf: (req:
   return app;
 }
 
+/**
+ * Starts a Bearer case: the app on a loopback port and one request per token, cycled by the load generator.
+ *
+ * @example
+ * const running = await startCase(app, rsTokens);
+ */
 export async function startCase(app: Express, tokens: string[]): Promise<RunningCase> {
   const server = await listen(app);
   return {

@@ -142,7 +142,12 @@ export async function measureCase(suite: string, benchCase: BenchCase, settings:
   }
 }
 
-/** Evaluates a suite's targets against its measured cases. */
+/**
+ * Evaluates a suite's targets against its measured cases; a target whose cases saw errors fails whatever its ratio.
+ *
+ * @example
+ * const verdicts = evaluateTargets(suite, results); // [{ numerator, denominator, atLeast, ratio, pass }]
+ */
 export function evaluateTargets(suite: BenchSuite, results: CaseResult[]): TargetResult[] {
   const find = (name: string) => results.find((result) => result.suite === suite.name && result.name === name);
   return suite.targets.map((target) => {
@@ -163,7 +168,12 @@ export function evaluateTargets(suite: BenchSuite, results: CaseResult[]): Targe
   });
 }
 
-/** Listens on an ephemeral loopback port and returns the base URL and a close function. */
+/**
+ * Listens on an ephemeral loopback port and returns the base URL and a close function.
+ *
+ * @example
+ * const server = await listen(app); // server.url === 'http://127.0.0.1:<port>'
+ */
 export async function listen(app: Express): Promise<{ url: string; server: Server; close(): Promise<void> }> {
   const server = await new Promise<Server>((resolve) => {
     const created = app.listen(0, '127.0.0.1', () => resolve(created));
@@ -180,7 +190,12 @@ export async function listen(app: Express): Promise<{ url: string; server: Serve
   };
 }
 
-/** CPU model, core count, Node and Redis versions, for the results file. */
+/**
+ * CPU model, core count, kernel, Node and Redis versions, for the results file.
+ *
+ * @example
+ * await describeMachine('7.0.15'); // 'AMD EPYC × 2 cores, Linux 6.1, Node v20.20.2, Redis 7.0.15'
+ */
 export async function describeMachine(redisVersion: string): Promise<string> {
   const cpu = cpus();
   let kernel: string;

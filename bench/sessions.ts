@@ -16,7 +16,12 @@ export interface SessionFixtures {
   secret: string;
 }
 
-/** Logs `count` users in through `POST /login/:id` and returns one `Cookie` header value per user. */
+/**
+ * Logs `count` users in through `POST /login/:id` and returns one `Cookie` header value per user.
+ *
+ * @example
+ * const cookies = await collectCookies(server.url, 100, 'sso.sid');
+ */
 export async function collectCookies(url: string, count: number, cookieName: string): Promise<string[]> {
   const cookies: string[] = [];
   for (let index = 0; index < count; index += 1) {
@@ -33,6 +38,12 @@ export async function collectCookies(url: string, count: number, cookieName: str
   return cookies;
 }
 
+/**
+ * One autocannon request per cookie, as a browser on `host` behind a TLS proxy would send it.
+ *
+ * @example
+ * const requests = cookieRequests(cookies); // GET /me on shop.example.test
+ */
 export function cookieRequests(cookies: string[], path = '/me', host = 'shop.example.test') {
   return cookies.map((cookie) => ({
     method: 'GET',

@@ -34,6 +34,7 @@ async function main(): Promise<number> {
   });
   console.log(`\n${report.requests} reads, ${report.logins} logins`);
   for (const line of report.verdicts) console.log(line);
+  for (const failure of report.failures) console.log(`  failed: ${failure}`);
   return report.passed ? 0 : 1;
 }
 

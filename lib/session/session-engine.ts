@@ -16,6 +16,7 @@ export interface EngineStore extends session.Store {
 }
 
 const SAVED_TEXT = Symbol('express-sso-kit.savedText');
+const VERIFIED_CACHE_SIZE = 10_000;
 
 /**
  * Remembers the JSON a session object was last read or written as. A symbol key: `JSON.stringify` and `for…in`
@@ -164,10 +165,24 @@ export function createSessionEngine(settings: SessionEngineSettings): (req: Requ
     } as typeof res.end;
   }
 
+  // Cookie values whose signature already checked out, so a browser's every request does not pay for an HMAC.
+  // Only verified values go in, the keys never change at run time, and the map is dropped whole when it fills up.
+  const verified = new Map<string, string>();
+  function sessionIdOf(raw: string): string | undefined {
+    const known = verified.get(raw);
+    if (known !== undefined) return known;
+    const sessionId = unsignSessionId(raw, keys);
+    if (sessionId !== undefined) {
+      if (verified.size >= VERIFIED_CACHE_SIZE) verified.clear();
+      verified.set(raw, sessionId);
+    }
+    return sessionId;
+  }
+
   return function loadSession(req: Request, res: Response, next: (err?: unknown) => void): void {
     req.sessionStore = store as unknown as Request['sessionStore'];
     const raw = readCookie(req.headers.cookie, cookiePrefix);
-    const cookieId = raw === undefined ? undefined : unsignSessionId(raw, keys);
+    const cookieId = raw === undefined ? undefined : sessionIdOf(raw);
     if (cookieId === undefined) {
       generate(req);
       watchEnd(req, res, undefined);

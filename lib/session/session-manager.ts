@@ -72,15 +72,29 @@ export class KitSessionManager implements SessionManager {
     return createHmac('sha256', this.settings.handleKey).update(sessionId).digest('base64url').slice(0, 22);
   }
 
-  /** Adds a new login to the user's index and to each tag's; the sets live as long as a session can. */
+  /**
+   * Adds a new login to the user's index and to each tag's; the sets live as long as a session can. Ids of
+   * sessions that ended through their TTL are pruned first: every login renews the set's expiry, so without the
+   * pruning the index of a user who keeps logging in would only grow.
+   */
   async index(sessionId: string, userId: string, tags: readonly string[]): Promise<void> {
     const ttlSeconds = this.settings.limits.absoluteMs / 1000;
+    const userKey = KitSessionManager.userKey(userId);
+    await guarded(this.pruneEnded(userKey));
     await guarded(
       Promise.all([
-        this.store.addToSet(KitSessionManager.userKey(userId), [sessionId], ttlSeconds),
+        this.store.addToSet(userKey, [sessionId], ttlSeconds),
         ...tags.map((tag) => this.store.addToSet(KitSessionManager.tagKey(tag), [sessionId], ttlSeconds)),
       ]),
     );
+  }
+
+  private async pruneEnded(indexKey: string): Promise<void> {
+    const ids = await this.store.members(indexKey);
+    if (ids.length === 0) return;
+    const remaining = await Promise.all(ids.map((id) => this.store.ttlMillis(this.sessionKey(id))));
+    const ended = ids.filter((_id, position) => remaining[position] === -2);
+    if (ended.length > 0) await this.store.removeFromSet(indexKey, ended);
   }
 
   /** Removes a session from its indexes. Best effort: listings drop ids whose session is gone anyway. */

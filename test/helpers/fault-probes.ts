@@ -72,7 +72,14 @@ export interface LoadObservation {
   error?: string;
 }
 
-/** A steady request load: `workers` loops, each sending the next request as soon as the previous one answered. */
+/**
+ * A steady request load: `workers` loops, each sending the next request as soon as the previous one answered,
+ * recording status, duration, problem code and Retry-After of every answer.
+ *
+ * @example
+ * const load = startSteadyLoad((cookie) => apps.get('shop', '/me', cookie), users);
+ * const observations = await load.stop();
+ */
 export function startSteadyLoad(
   send: (cookie: string, turn: number) => Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }>,
   users: ReadonlyArray<{ id: string; cookie: string }>,

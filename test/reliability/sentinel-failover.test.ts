@@ -26,17 +26,6 @@ async function replicationBarrier(harness: RedisSentinelHarness): Promise<void> 
   }
 }
 
-const live = new Map<unknown, string>();
-const origSet = global.setTimeout;
-const origClear = global.clearTimeout;
-(global as unknown as { setTimeout: unknown }).setTimeout = ((fn: (...a: unknown[]) => void, ms?: number, ...args: unknown[]) => {
-  const stack = `${ms} ${new Error().stack?.split('\n').slice(2, 7).join(' | ')}`;
-  const t = origSet(() => { live.delete(t); fn(...args); }, ms);
-  live.set(t, stack);
-  return t;
-}) as unknown;
-(global as unknown as { clearTimeout: unknown }).clearTimeout = ((t: NodeJS.Timeout) => { live.delete(t); origClear(t); }) as unknown;
-
 describe('the session middleware behind Redis Sentinel during a failover', () => {
   let harness: RedisSentinelHarness;
   let client: RedisClient;
@@ -55,8 +44,6 @@ describe('the session middleware behind Redis Sentinel during a failover', () =>
     await store?.close();
     client?.disconnect();
     await harness?.stop();
-    await new Promise((r) => setTimeout(r, 1500));
-    console.log('LIVE', [...live.values()].filter((v) => !v.startsWith('1500')).join('\n'));
   });
 
   const send = (cookie: string, turn: number) => apps.get(turn % 2 === 0 ? 'shop' : 'auth', '/me', cookie);

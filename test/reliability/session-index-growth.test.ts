@@ -2,13 +2,9 @@ import { testRedisStore } from '../helpers/redis';
 import { until } from '../helpers/fault-probes';
 import { startSsoApps, type SsoApps } from '../helpers/sso-load-apps';
 
-// Known failure, found by the soak (bench/soak.ts): the per-user index `user-sessions:{id}` keeps the ids of
-// sessions that expired through their Redis TTL, and every login renews the set's TTL to the absolute timeout, so
-// the set of a user who keeps logging in only grows. Kept out of the default run until lib/session prunes it;
-// run it with SSO_RUN_KNOWN_FAILURES=1.
-const describeKnownFailure = process.env.SSO_RUN_KNOWN_FAILURES === '1' ? describe : describe.skip;
-
-describeKnownFailure('the per-user session index over expiring sessions', () => {
+// Found by the soak (bench/soak.ts): the per-user index `user-sessions:{id}` kept the ids of sessions that expired
+// through their Redis TTL, and every login renewed the set's TTL, so the set of a user who keeps logging in grew.
+describe('the per-user session index over expiring sessions', () => {
   let redis: Awaited<ReturnType<typeof testRedisStore>>;
   let apps: SsoApps;
 

@@ -257,6 +257,10 @@ describe('ssoSession during a Redis outage', () => {
     expectProblem(await via(shop.server, 'shop.example.test', 'get', '/public', cookie), 503, 'store_unavailable');
     expectProblem(await via(shop.server, 'shop.example.test', 'post', '/login').send({ id: 'bob', name: 'Bob', roles: [], method: 'password' }), 503, 'store_unavailable');
     expectProblem(await via(shop.server, 'shop.example.test', 'get', '/account/sessions', cookie).set('Accept', 'application/json'), 503, 'store_unavailable');
+    // Logout cannot be confirmed either: 503, and the cookie is not cleared as if it had worked.
+    const out = await via(shop.server, 'shop.example.test', 'post', '/logout', cookie).set('Origin', 'https://shop.example.test');
+    expectProblem(out, 503, 'store_unavailable');
+    expect(out.headers['set-cookie']).toBeUndefined();
 
     await redis.start();
     // The restarted server is empty (no persistence), so the old session is gone: wait for the client to reconnect.
