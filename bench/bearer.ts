@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
 import { expressjwt } from 'express-jwt';
 import jwksRsa from 'jwks-rsa';
-import { listen, type BenchCase, type BenchSuite, type RunningCase } from './harness';
+import { listen, type AutocannonRequest, type BenchCase, type BenchSuite } from './harness';
 import { kitBearerCases } from './bearer-kit';
 
 /** How many distinct valid tokens the load generator rotates through, per signing algorithm. */
@@ -17,7 +17,7 @@ const AUDIENCE = 'https://api.example.test';
 type OAuth2Bearer = { auth(options: Record<string, unknown>): RequestHandler };
 const oauth2Bearer = createRequire(__filename)('express-oauth2-jwt-bearer') as OAuth2Bearer;
 
-/** What the kit's cases need from the suite's shared fixtures. */
+/** The suite's shared fixtures, made by the runner and sent to every case's server process. */
 export interface BearerFixtures {
   issuer: string;
   audience: string;
@@ -50,28 +50,92 @@ export function protectedApp(guard: RequestHandler | undefined, subjectOf: (req:
 }
 
 /**
- * Starts a Bearer case: the app on a loopback port and one request per token, cycled by the load generator.
+ * One request per token, cycled by the load generator.
  *
  * @example
- * const running = await startCase(app, rsTokens);
+ * const requests = tokenRequests(fixtures.rsTokens);
  */
-export async function startCase(app: Express, tokens: string[]): Promise<RunningCase> {
-  const server = await listen(app);
-  return {
-    url: server.url,
-    requests: tokens.map((token) => ({ method: 'GET', path: '/me', headers: { authorization: `Bearer ${token}` } })),
-    close: server.close,
-  };
+export function tokenRequests(tokens: string[]): AutocannonRequest[] {
+  return tokens.map((token) => ({ method: 'GET', path: '/me', headers: { authorization: `Bearer ${token}` } }));
+}
+
+const authSubject = (req: express.Request): unknown => (req as unknown as { auth?: { sub?: string; payload?: { sub?: string } } }).auth;
+const oauth2Subject = (req: express.Request): unknown => (authSubject(req) as { payload?: { sub?: string } } | undefined)?.payload?.sub;
+const expressJwtSubject = (req: express.Request): unknown => (authSubject(req) as { sub?: string } | undefined)?.sub;
+
+/**
+ * The Bearer suite's cases, in table order: bare Express, the kit's, then express-oauth2-jwt-bearer and express-jwt
+ * + jwks-rsa. Each `app` runs in the case's own server process, built from the fixtures the runner made.
+ *
+ * @example
+ * const cases = bearerCases();
+ */
+export function bearerCases(): BenchCase<BearerFixtures>[] {
+  const rs = (_url: string, fixtures: BearerFixtures) => tokenRequests(fixtures.rsTokens);
+  const hs = (_url: string, fixtures: BearerFixtures) => tokenRequests(fixtures.hsTokens);
+  const anchors: BenchCase<BearerFixtures>[] = [
+    {
+      name: 'oauth2-jwt-bearer-rs256',
+      description: 'express-oauth2-jwt-bearer auth({ issuer, jwksUri, audience, tokenSigningAlg: RS256 })',
+      app: ({ issuer, jwksUri, audience }) => ({
+        app: protectedApp(oauth2Bearer.auth({ issuer, jwksUri, audience, tokenSigningAlg: 'RS256' }), oauth2Subject),
+      }),
+      requests: rs,
+    },
+    {
+      name: 'oauth2-jwt-bearer-hs256',
+      description: 'express-oauth2-jwt-bearer auth({ issuer, secret, audience, tokenSigningAlg: HS256 })',
+      app: ({ issuer, secret, audience }) => ({
+        app: protectedApp(oauth2Bearer.auth({ issuer, secret, audience, tokenSigningAlg: 'HS256' }), oauth2Subject),
+      }),
+      requests: hs,
+    },
+    {
+      name: 'express-jwt-rs256',
+      description: 'express-jwt + jwks-rsa expressJwtSecret({ jwksUri, cache: true, rateLimit: true })',
+      app: ({ issuer, jwksUri, audience }) => ({
+        app: protectedApp(
+          expressjwt({
+            secret: jwksRsa.expressJwtSecret({ jwksUri, cache: true, rateLimit: true, jwksRequestsPerMinute: 10 }),
+            algorithms: ['RS256'],
+            audience,
+            issuer,
+          }),
+          expressJwtSubject,
+        ),
+      }),
+      requests: rs,
+    },
+    {
+      name: 'express-jwt-hs256',
+      description: 'express-jwt expressjwt({ secret, algorithms: [HS256] })',
+      app: ({ issuer, secret, audience }) => ({
+        app: protectedApp(expressjwt({ secret, algorithms: ['HS256'], audience, issuer }), expressJwtSubject),
+      }),
+      requests: hs,
+    },
+  ];
+  return [
+    {
+      name: 'bare',
+      description: 'bare Express, res.json of a constant (the RS256 tokens are sent but not read)',
+      app: () => ({ app: protectedApp(undefined, () => 'anonymous') }),
+      requests: rs,
+    },
+    ...kitBearerCases(),
+    ...anchors,
+  ];
 }
 
 /**
  * The Bearer suite: the kit's `requireBearer` with HS256 and with RS256 keys from a local JWKS URL, against
- * express-oauth2-jwt-bearer, express-jwt + jwks-rsa and bare Express, all fed the same rotating token set.
+ * express-oauth2-jwt-bearer, express-jwt + jwks-rsa and bare Express, all fed the same rotating token set. The
+ * keys, tokens and the JWKS server are made here, in the runner; each case's server process gets the fixtures.
  *
  * @example
  * const suite = await bearerSuite();
  */
-export async function bearerSuite(): Promise<BenchSuite> {
+export async function bearerSuite(): Promise<BenchSuite<BearerFixtures>> {
   // jose is ESM-only; this package compiles to CommonJS.
   const { exportJWK, generateKeyPair, SignJWT } = await import('jose');
   const { privateKey, publicKey } = await generateKeyPair('RS256', { extractable: true });
@@ -102,81 +166,17 @@ export async function bearerSuite(): Promise<BenchSuite> {
   const indexes = Array.from({ length: DISTINCT_TOKENS }, (_, index) => index);
   const rsTokens = await Promise.all(indexes.map((index) => mint(index, 'RS256')));
   const hsTokens = await Promise.all(indexes.map((index) => mint(index, 'HS256')));
-  const fixtures: BearerFixtures = { issuer, audience: AUDIENCE, jwksUri, secret, rsTokens, hsTokens };
 
-  const authSubject = (req: express.Request): unknown => (req as unknown as { auth?: { sub?: string; payload?: { sub?: string } } }).auth;
-
-  const anchors: BenchCase[] = [
-    {
-      name: 'bare',
-      description: 'bare Express, res.json of a constant (the RS256 tokens are sent but not read)',
-      start: () => startCase(protectedApp(undefined, () => 'anonymous'), rsTokens),
-    },
-    {
-      name: 'oauth2-jwt-bearer-rs256',
-      description: 'express-oauth2-jwt-bearer auth({ issuer, jwksUri, audience, tokenSigningAlg: RS256 })',
-      start: () =>
-        startCase(
-          protectedApp(oauth2Bearer.auth({ issuer, jwksUri, audience: AUDIENCE, tokenSigningAlg: 'RS256' }), (req) => {
-            const auth = authSubject(req) as { payload?: { sub?: string } } | undefined;
-            return auth?.payload?.sub;
-          }),
-          rsTokens,
-        ),
-    },
-    {
-      name: 'oauth2-jwt-bearer-hs256',
-      description: 'express-oauth2-jwt-bearer auth({ issuer, secret, audience, tokenSigningAlg: HS256 })',
-      start: () =>
-        startCase(
-          protectedApp(oauth2Bearer.auth({ issuer, secret, audience: AUDIENCE, tokenSigningAlg: 'HS256' }), (req) => {
-            const auth = authSubject(req) as { payload?: { sub?: string } } | undefined;
-            return auth?.payload?.sub;
-          }),
-          hsTokens,
-        ),
-    },
-    {
-      name: 'express-jwt-rs256',
-      description: 'express-jwt + jwks-rsa expressJwtSecret({ jwksUri, cache: true, rateLimit: true })',
-      start: () =>
-        startCase(
-          protectedApp(
-            expressjwt({
-              secret: jwksRsa.expressJwtSecret({ jwksUri, cache: true, rateLimit: true, jwksRequestsPerMinute: 10 }),
-              algorithms: ['RS256'],
-              audience: AUDIENCE,
-              issuer,
-            }),
-            (req) => (authSubject(req) as { sub?: string } | undefined)?.sub,
-          ),
-          rsTokens,
-        ),
-    },
-    {
-      name: 'express-jwt-hs256',
-      description: 'express-jwt expressjwt({ secret, algorithms: [HS256] })',
-      start: () =>
-        startCase(
-          protectedApp(expressjwt({ secret, algorithms: ['HS256'], audience: AUDIENCE, issuer }), (req) => (authSubject(req) as { sub?: string } | undefined)?.sub),
-          hsTokens,
-        ),
-    },
-  ];
-
-  const kit = await kitBearerCases(fixtures);
   return {
     name: 'bearer',
     workload: `GET /me with Authorization: Bearer, ${DISTINCT_TOKENS} distinct valid tokens per algorithm rotating across requests (RS256 2048-bit key from a local JWKS URL; HS256 48-byte secret); every case checks iss, aud and exp`,
-    cases: [anchors[0]!, ...kit.cases, ...anchors.slice(1)],
+    fixtures: { issuer, audience: AUDIENCE, jwksUri, secret, rsTokens, hsTokens },
+    cases: bearerCases(),
     targets: [
       { numerator: 'kit-rs256-jwks', denominator: 'bare', atLeast: 0.85 },
       { numerator: 'kit-rs256-jwks', denominator: 'oauth2-jwt-bearer-rs256', atLeast: 1.75 },
       { numerator: 'kit-hs256', denominator: 'bare', atLeast: 0.85 },
     ],
-    close: async () => {
-      await kit.close();
-      await idpServer.close();
-    },
+    close: () => idpServer.close(),
   };
 }

@@ -1,46 +1,20 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { cpus } from 'node:os';
 import type { Server } from 'node:http';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import type { Express } from 'express';
 
-/** The subset of autocannon's programmatic API the runner uses (the package ships no types). */
-interface AutocannonRequest {
+/** One request of the load generator's rotation (autocannon's request shape). */
+export interface AutocannonRequest {
   method?: string;
   path?: string;
   headers?: Record<string, string>;
   body?: string;
 }
-interface AutocannonOptions {
-  url: string;
-  connections: number;
-  pipelining: number;
-  duration: number;
-  workers?: number;
-  requests?: AutocannonRequest[];
-}
-interface Histogram {
-  average: number;
-  mean: number;
-  p50: number;
-  p99: number;
-  p2_5: number;
-}
-interface AutocannonResult {
-  requests: Histogram & { total: number };
-  latency: Histogram;
-  errors: number;
-  timeouts: number;
-  non2xx: number;
-  '2xx': number;
-  duration: number;
-}
-type Autocannon = (options: AutocannonOptions, callback: (error: Error | null, result: AutocannonResult) => void) => unknown;
-
-const load = createRequire(__filename);
-const autocannon = load('autocannon') as Autocannon;
 
 /** The settings every case of one run shares, so ratios compare like with like. */
 export interface LoadSettings {
@@ -50,20 +24,23 @@ export interface LoadSettings {
   warmupSeconds: number;
 }
 
-/** A server under test, listening on a loopback port, with the requests the load generator cycles through. */
-export interface RunningCase {
-  url: string;
-  /** Cycled through in order by every connection (e.g. 100 distinct tokens or session cookies). */
-  requests: AutocannonRequest[];
-  close(): Promise<void>;
+/** An app built inside a case's server process, and what to release when the process is told to stop. */
+export interface CaseApp {
+  app: Express;
+  close?(): Promise<void>;
 }
 
-/** One line of a suite: a name and how to start its server. */
-export interface BenchCase {
+/**
+ * One line of a suite. `app` runs in the case's own server process (bench/server-entry.ts), built from the suite's
+ * fixtures; `requests` runs in the runner once that server listens (it may log users in through it first).
+ */
+export interface BenchCase<F = unknown> {
   name: string;
   /** What is being measured, for the results table. */
   description: string;
-  start(): Promise<RunningCase>;
+  app(fixtures: F): CaseApp | Promise<CaseApp>;
+  /** Cycled through in order by every connection (e.g. 100 distinct tokens or session cookies). */
+  requests(url: string, fixtures: F): AutocannonRequest[] | Promise<AutocannonRequest[]>;
 }
 
 /** A ratio the issue asks for: `numerator / denominator >= atLeast` on requests per second. */
@@ -73,13 +50,15 @@ export interface BenchTarget {
   atLeast: number;
 }
 
-export interface BenchSuite {
+export interface BenchSuite<F = unknown> {
   name: string;
   /** How the load is made, printed with the results (token mix, cookies, …). */
   workload: string;
-  cases: BenchCase[];
+  /** Made once by the runner and sent (as JSON) to every case's server process: keys, secrets, URLs, prefixes. */
+  fixtures: F;
+  cases: BenchCase<F>[];
   targets: BenchTarget[];
-  /** Releases what the suite shares between its cases (a JWKS server, Redis connections). */
+  /** Releases what the suite shares between its cases (a JWKS server, Redis keys). */
   close?(): Promise<void>;
 }
 
@@ -93,6 +72,12 @@ export interface CaseResult {
   total: number;
   /** Non-2xx answers plus connection errors and timeouts; anything above 0 makes the figure suspect. */
   failures: number;
+  /** CPU time (user + system) of the server process per answered request, during the measured run. */
+  serverCpuMicrosPerRequest: number;
+  /** CPU time of the server process ÷ wall time of the measured run (1 = one core fully busy). */
+  serverBusy: number;
+  /** The same for the load generator process. */
+  loadBusy: number;
 }
 
 export interface TargetResult extends BenchTarget {
@@ -102,43 +87,221 @@ export interface TargetResult extends BenchTarget {
   note?: string;
 }
 
-function cannon(options: AutocannonOptions): Promise<AutocannonResult> {
-  return new Promise((resolve, reject) => {
-    autocannon(options, (error, result) => (error ? reject(error) : resolve(result)));
-  });
+/** Where the load generator and the servers run: one CPU each when `taskset` exists and two CPUs are available. */
+export interface Placement {
+  loadCpu: number | undefined;
+  serverCpu: number | undefined;
+  /** Said in the settings line and in RESULTS.md. */
+  summary: string;
+}
+
+/** Messages between the runner and its child processes; every reply carries the request's `id`. */
+export type ServerMessage =
+  | { id: number; type: 'start'; suite: string; caseName: string; fixtures: unknown }
+  | { id: number; type: 'cpu' }
+  | { id: number; type: 'close' };
+export type LoadMessage =
+  | { id: number; type: 'run'; url: string; settings: LoadSettings; durationSeconds: number; requests: AutocannonRequest[] }
+  | { id: number; type: 'close' };
+export interface LoadFigures {
+  total: number;
+  durationSeconds: number;
+  p50Ms: number;
+  p99Ms: number;
+  failures: number;
+  /** CPU microseconds the load generator spent during this run. */
+  cpuMicros: number;
+}
+export type Reply = { id: number; error?: string; port?: number; cpuMicros?: number; figures?: LoadFigures };
+/** A message before the runner gives it an id. */
+type Unnumbered<M> = M extends unknown ? Omit<M, 'id'> : never;
+type Outgoing = Unnumbered<ServerMessage> | Unnumbered<LoadMessage>;
+
+const load = createRequire(__filename);
+const run = promisify(execFile);
+
+function expandCpuList(list: string): number[] {
+  const result: number[] = [];
+  for (const part of list.split(',')) {
+    const [from, to] = part.trim().split('-').map(Number);
+    if (from === undefined || !Number.isInteger(from)) continue;
+    for (let cpu = from; cpu <= (to ?? from); cpu += 1) result.push(cpu);
+  }
+  return result;
 }
 
 /**
- * Loads one case: a warm-up run that is thrown away, then the measured run with the same settings. The load
- * generator runs in a worker thread, so it does not compete with the server for the main event loop.
+ * Chooses the CPUs: the load generator on the first CPU this process may use, every server on the last one. Without
+ * `taskset` (or with fewer than two CPUs, or `pin: false`) nothing is pinned and the summary says so.
  *
  * @example
- * const result = await measureCase('sessions', bareCase, { connections: 10, pipelining: 1, durationSeconds: 5, warmupSeconds: 1 });
+ * const placement = await planPlacement(true); // { loadCpu: 0, serverCpu: 1, summary: '…' }
  */
-export async function measureCase(suite: string, benchCase: BenchCase, settings: LoadSettings): Promise<CaseResult> {
-  const running = await benchCase.start();
+export async function planPlacement(pin: boolean): Promise<Placement> {
+  const unpinned = (why: string): Placement => ({
+    loadCpu: undefined,
+    serverCpu: undefined,
+    summary: `nothing pinned (${why}): the load generator and the case's server are separate processes scheduled by the OS`,
+  });
+  if (!pin) return unpinned('--no-pin');
+  let allowed: number[];
   try {
-    const base = {
-      url: running.url,
-      connections: settings.connections,
-      pipelining: settings.pipelining,
-      workers: 1,
-      requests: running.requests,
-    };
-    if (settings.warmupSeconds > 0) await cannon({ ...base, duration: settings.warmupSeconds });
-    const result = await cannon({ ...base, duration: settings.durationSeconds });
+    const { stdout } = await run('taskset', ['-c', '-p', String(process.pid)]);
+    allowed = expandCpuList(stdout.slice(stdout.lastIndexOf(':') + 1));
+  } catch {
+    return unpinned('taskset not available');
+  }
+  if (allowed.length < 2) return unpinned(`only ${allowed.length} CPU available`);
+  const loadCpu = allowed[0]!;
+  const serverCpu = allowed[allowed.length - 1]!;
+  return {
+    loadCpu,
+    serverCpu,
+    summary: `each case's server in its own process pinned to CPU ${serverCpu} (taskset -c ${serverCpu}), the load generator (autocannon) in another process pinned to CPU ${loadCpu}; the runner (which makes the fixtures and serves the Bearer suite's JWKS) and the Redis server are not pinned`,
+  };
+}
+
+const tsxLoader = pathToFileURL(load.resolve('tsx')).href;
+
+/** A child process of the runner that answers `{ id, type }` requests over IPC. */
+class Child {
+  private nextId = 1;
+  private readonly pending = new Map<number, { resolve(reply: Reply): void; reject(error: Error): void }>();
+  private readonly exited: Promise<void>;
+
+  private constructor(
+    private readonly label: string,
+    private readonly child: ChildProcess,
+  ) {
+    child.on('message', (reply: Reply) => {
+      const waiter = this.pending.get(reply.id);
+      if (!waiter) return;
+      this.pending.delete(reply.id);
+      if (reply.error) waiter.reject(new Error(`${label}: ${reply.error}`));
+      else waiter.resolve(reply);
+    });
+    this.exited = new Promise((resolve) => {
+      child.once('exit', (code, signal) => {
+        for (const waiter of this.pending.values()) waiter.reject(new Error(`${label} exited (${signal ?? code}) before answering`));
+        this.pending.clear();
+        resolve();
+      });
+    });
+  }
+
+  /** Starts `bench/<entry>` under Node with tsx, pinned to `cpu` when given. */
+  static spawn(label: string, entry: string, cpu: number | undefined): Child {
+    const nodeArgs = ['--import', tsxLoader, join(__dirname, entry)];
+    const stdio: Array<'ignore' | 'inherit' | 'ipc'> = ['ignore', 'inherit', 'inherit', 'ipc'];
+    const child =
+      cpu === undefined
+        ? spawn(process.execPath, nodeArgs, { stdio })
+        : spawn('taskset', ['-c', String(cpu), process.execPath, ...nodeArgs], { stdio });
+    return new Child(label, child);
+  }
+
+  request(message: Outgoing, timeoutMs = 60_000): Promise<Reply> {
+    const id = this.nextId;
+    this.nextId += 1;
+    return new Promise<Reply>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new Error(`${this.label}: no answer to ${message.type} within ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.pending.set(id, {
+        resolve: (reply) => {
+          clearTimeout(timer);
+          resolve(reply);
+        },
+        reject: (error) => {
+          clearTimeout(timer);
+          reject(error);
+        },
+      });
+      this.child.send({ ...message, id }, (error) => {
+        if (error) this.pending.get(id)?.reject(error);
+      });
+    });
+  }
+
+  /** Asks the child to close and waits for it to exit; kills it if it has not after 5 s. */
+  async stop(): Promise<void> {
+    if (this.child.exitCode === null && this.child.signalCode === null) {
+      await this.request({ type: 'close' }, 5_000).catch(() => undefined);
+      const timer = setTimeout(() => this.child.kill('SIGKILL'), 5_000);
+      await this.exited;
+      clearTimeout(timer);
+    }
+  }
+}
+
+/**
+ * The load generator: autocannon in its own process (bench/load-entry.ts), pinned to `placement.loadCpu`, kept for
+ * the whole run and told which URL and requests to load for each measurement.
+ *
+ * @example
+ * const generator = LoadGenerator.start(placement);
+ * await generator.stop();
+ */
+export class LoadGenerator {
+  private constructor(private readonly child: Child) {}
+
+  static start(placement: Placement): LoadGenerator {
+    return new LoadGenerator(Child.spawn('load generator', 'load-entry.ts', placement.loadCpu));
+  }
+
+  async run(url: string, requests: AutocannonRequest[], settings: LoadSettings, durationSeconds: number): Promise<LoadFigures> {
+    const reply = await this.child.request({ type: 'run', url, settings, durationSeconds, requests }, (durationSeconds + 60) * 1000);
+    return reply.figures!;
+  }
+
+  stop(): Promise<void> {
+    return this.child.stop();
+  }
+}
+
+/**
+ * Measures one case: starts its server in a fresh process pinned to the server CPU, asks the case for its requests,
+ * runs a warm-up that is thrown away, then the measured run with the same settings, and reads the server's CPU time
+ * around the measured run. The server process is stopped afterwards, whatever happened.
+ *
+ * @example
+ * const result = await measureCase(suite, suite.cases[0], settings, placement, generator);
+ */
+export async function measureCase(
+  suite: BenchSuite,
+  benchCase: BenchCase,
+  settings: LoadSettings,
+  placement: Placement,
+  generator: LoadGenerator,
+): Promise<CaseResult> {
+  const server = Child.spawn(`${suite.name}/${benchCase.name} server`, 'server-entry.ts', placement.serverCpu);
+  try {
+    const { port } = await server.request({ type: 'start', suite: suite.name, caseName: benchCase.name, fixtures: suite.fixtures });
+    const url = `http://127.0.0.1:${port!}`;
+    const requests = await benchCase.requests(url, suite.fixtures);
+    if (settings.warmupSeconds > 0) await generator.run(url, requests, settings, settings.warmupSeconds);
+    const cpuBefore = (await server.request({ type: 'cpu' })).cpuMicros!;
+    const wallBefore = performance.now();
+    const figures = await generator.run(url, requests, settings, settings.durationSeconds);
+    const cpuAfter = (await server.request({ type: 'cpu' })).cpuMicros!;
+    const wallMicros = (performance.now() - wallBefore) * 1000;
+    const serverCpu = cpuAfter - cpuBefore;
     return {
-      suite,
+      suite: suite.name,
       name: benchCase.name,
       description: benchCase.description,
-      requestsPerSecond: result.requests.total / result.duration,
-      p50Ms: result.latency.p50,
-      p99Ms: result.latency.p99,
-      total: result.requests.total,
-      failures: result.non2xx + result.errors + result.timeouts,
+      requestsPerSecond: figures.total / figures.durationSeconds,
+      p50Ms: figures.p50Ms,
+      p99Ms: figures.p99Ms,
+      total: figures.total,
+      failures: figures.failures,
+      serverCpuMicrosPerRequest: figures.total > 0 ? serverCpu / figures.total : 0,
+      serverBusy: serverCpu / wallMicros,
+      loadBusy: figures.cpuMicros / (figures.durationSeconds * 1e6),
     };
   } finally {
-    await running.close();
+    await server.stop();
   }
 }
 
@@ -200,7 +363,7 @@ export async function describeMachine(redisVersion: string): Promise<string> {
   const cpu = cpus();
   let kernel: string;
   try {
-    kernel = (await promisify(execFile)('uname', ['-sr'])).stdout.trim();
+    kernel = (await run('uname', ['-sr'])).stdout.trim();
   } catch {
     kernel = process.platform;
   }

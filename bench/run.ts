@@ -1,10 +1,14 @@
 /**
  * The benchmark runner: `npm run bench` prints the table, `npm run bench -- --write` also rewrites
- * bench/RESULTS.md. Every server runs in this process on 127.0.0.1:0; autocannon loads each case in turn with the
- * same settings. A missed target is reported, never a failing exit status: this is a report, not a gate.
+ * bench/RESULTS.md. The system under test is kept apart from the load generator: each round of each case starts
+ * that case's server in a fresh process (bench/server-entry.ts) on 127.0.0.1:0, pinned with `taskset` to one CPU,
+ * and autocannon runs in another long-lived process (bench/load-entry.ts) pinned to another CPU, loading each case
+ * in turn with the same settings. The runner itself makes the fixtures (keys, tokens, the JWKS server, logins) and
+ * is not pinned. A missed target is reported, never a failing exit status: this is a report, not a gate.
  *
  * Options: --write, --suite <name> (repeatable), --duration <s> per round (default 3), --warmup <s> (default 1),
- * --rounds <n> (default 3), --connections <n> (default 10). BENCH_REDIS_URL overrides redis://127.0.0.1:6379.
+ * --rounds <n> (default 3), --connections <n> (default 10), --no-pin. BENCH_REDIS_URL overrides
+ * redis://127.0.0.1:6379.
  *
  * Each suite's cases run round-robin `rounds` times and each case keeps its best round: on a shared machine a
  * neighbour's burst slows whichever case happens to run then, and the best round is the least disturbed one.
@@ -13,12 +17,23 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import Redis from 'ioredis';
 import { bearerSuite } from './bearer';
-import { describeMachine, evaluateTargets, measureCase, type BenchSuite, type CaseResult, type LoadSettings, type TargetResult } from './harness';
+import {
+  describeMachine,
+  evaluateTargets,
+  LoadGenerator,
+  measureCase,
+  planPlacement,
+  type BenchSuite,
+  type CaseResult,
+  type LoadSettings,
+  type TargetResult,
+} from './harness';
 import { qrLoginSection } from './qr-suite';
 import { sessionsSuite } from './sessions';
 
 interface Arguments {
   write: boolean;
+  pin: boolean;
   rounds: number;
   suites: string[];
   settings: LoadSettings;
@@ -29,6 +44,7 @@ function parseArguments(argv: string[]): Arguments {
   let rounds = 3;
   const suites: string[] = [];
   let write = false;
+  let pin = true;
   for (let index = 0; index < argv.length; index += 1) {
     const flag = argv[index];
     const value = argv[index + 1];
@@ -39,6 +55,7 @@ function parseArguments(argv: string[]): Arguments {
       return parsed;
     };
     if (flag === '--write') write = true;
+    else if (flag === '--no-pin') pin = false;
     else if (flag === '--suite' && value) {
       suites.push(value);
       index += 1;
@@ -46,20 +63,27 @@ function parseArguments(argv: string[]): Arguments {
     else if (flag === '--warmup') settings.warmupSeconds = number();
     else if (flag === '--connections') settings.connections = Math.max(1, Math.floor(number()));
     else if (flag === '--rounds') rounds = Math.max(1, Math.floor(number()));
-    else throw new TypeError(`bench: unknown option ${String(flag)} (known: --write, --suite, --duration, --warmup, --connections, --rounds)`);
+    else throw new TypeError(`bench: unknown option ${String(flag)} (known: --write, --suite, --duration, --warmup, --connections, --rounds, --no-pin)`);
   }
-  return { write, suites, settings, rounds };
+  return { write, pin, suites, settings, rounds };
 }
 
 function formatRate(value: number): string {
   return Math.round(value).toLocaleString('en-US');
 }
 
+function percent(value: number): string {
+  return `${Math.round(value * 100)} %`;
+}
+
 function table(results: CaseResult[]): string {
-  const lines = ['| suite | case | req/s | p50 ms | p99 ms | requests | non-2xx/errors |', '|---|---|---:|---:|---:|---:|---:|'];
+  const lines = [
+    '| suite | case | req/s | p50 ms | p99 ms | requests | non-2xx/errors | server CPU µs/req | server busy | load generator busy |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+  ];
   for (const result of results) {
     lines.push(
-      `| ${result.suite} | ${result.name} | ${formatRate(result.requestsPerSecond)} | ${result.p50Ms} | ${result.p99Ms} | ${result.total} | ${result.failures} |`,
+      `| ${result.suite} | ${result.name} | ${formatRate(result.requestsPerSecond)} | ${result.p50Ms} | ${result.p99Ms} | ${result.total} | ${result.failures} | ${Math.round(result.serverCpuMicrosPerRequest)} | ${percent(result.serverBusy)} | ${percent(result.loadBusy)} |`,
     );
   }
   return lines.join('\n');
@@ -98,9 +122,10 @@ async function redisVersion(url: string): Promise<string> {
 }
 
 async function main(): Promise<void> {
-  const { write, suites: only, settings, rounds } = parseArguments(process.argv.slice(2));
+  const { write, pin, suites: only, settings, rounds } = parseArguments(process.argv.slice(2));
   const redisUrl = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
   const machine = await describeMachine(await redisVersion(redisUrl));
+  const placement = await planPlacement(pin);
   const builders: Array<[string, () => Promise<BenchSuite>]> = [
     ['sessions', () => sessionsSuite(redisUrl)],
     ['bearer', () => bearerSuite()],
@@ -112,38 +137,44 @@ async function main(): Promise<void> {
 
   console.log(`machine: ${machine}`);
   console.log(
-    `settings: ${settings.connections} connections, pipelining ${settings.pipelining}, ${rounds} rounds of ${settings.warmupSeconds} s warm-up + ${settings.durationSeconds} s per case (best round kept), load generator in a worker thread`,
+    `settings: ${settings.connections} connections, pipelining ${settings.pipelining}, ${rounds} rounds of ${settings.warmupSeconds} s warm-up + ${settings.durationSeconds} s per case (best round kept)`,
   );
-  for (const [name, build] of builders) {
-    if (only.length > 0 && !only.includes(name)) continue;
-    const suite = await build();
-    try {
-      console.log(`\n${suite.name}: ${suite.workload}`);
-      suiteNotes.push(`- ${suite.name}: ${suite.workload}`);
-      const best = new Map<string, CaseResult>();
-      for (let round = 1; round <= rounds; round += 1) {
-        for (const benchCase of suite.cases) {
-          const result = await measureCase(suite.name, benchCase, settings);
-          const previous = best.get(benchCase.name);
-          // Failures are summed over rounds, so a round with errors is never hidden by a clean one.
-          const failures = result.failures + (previous?.failures ?? 0);
-          if (!previous || result.requestsPerSecond > previous.requestsPerSecond) best.set(benchCase.name, { ...result, failures });
-          else previous.failures = failures;
-          console.log(
-            `  [${round}/${rounds}] ${benchCase.name.padEnd(28)} ${formatRate(result.requestsPerSecond).padStart(8)} req/s  p50 ${result.p50Ms} ms  p99 ${result.p99Ms} ms${result.failures > 0 ? `  (${result.failures} non-2xx/errors)` : ''}`,
-          );
+  console.log(`processes: ${placement.summary}`);
+  const generator = LoadGenerator.start(placement);
+  try {
+    for (const [name, build] of builders) {
+      if (only.length > 0 && !only.includes(name)) continue;
+      const suite = await build();
+      try {
+        console.log(`\n${suite.name}: ${suite.workload}`);
+        suiteNotes.push(`- ${suite.name}: ${suite.workload}`);
+        const best = new Map<string, CaseResult>();
+        for (let round = 1; round <= rounds; round += 1) {
+          for (const benchCase of suite.cases) {
+            const result = await measureCase(suite, benchCase, settings, placement, generator);
+            const previous = best.get(benchCase.name);
+            // Failures are summed over rounds, so a round with errors is never hidden by a clean one.
+            const failures = result.failures + (previous?.failures ?? 0);
+            if (!previous || result.requestsPerSecond > previous.requestsPerSecond) best.set(benchCase.name, { ...result, failures });
+            else previous.failures = failures;
+            console.log(
+              `  [${round}/${rounds}] ${benchCase.name.padEnd(28)} ${formatRate(result.requestsPerSecond).padStart(8)} req/s  p50 ${result.p50Ms} ms  p99 ${result.p99Ms} ms  server ${Math.round(result.serverCpuMicrosPerRequest)} µs/req, busy ${percent(result.serverBusy)}; load generator busy ${percent(result.loadBusy)}${result.failures > 0 ? `  (${result.failures} non-2xx/errors)` : ''}`,
+            );
+          }
         }
+        results.push(...suite.cases.map((benchCase) => best.get(benchCase.name)!));
+        const verdicts = evaluateTargets(suite, results);
+        targets.push(...verdicts);
+        for (const verdict of verdicts) {
+          const measured = verdict.ratio === undefined ? 'n/a' : `${verdict.ratio.toFixed(2)}×`;
+          console.log(`  ${verdict.pass ? 'PASS' : 'FAIL'} ${verdict.numerator} ≥ ${verdict.atLeast}× ${verdict.denominator}: ${measured}${verdict.note ? ` (${verdict.note})` : ''}`);
+        }
+      } finally {
+        await suite.close?.();
       }
-      results.push(...suite.cases.map((benchCase) => best.get(benchCase.name)!));
-      const verdicts = evaluateTargets(suite, results);
-      targets.push(...verdicts);
-      for (const verdict of verdicts) {
-        const measured = verdict.ratio === undefined ? 'n/a' : `${verdict.ratio.toFixed(2)}×`;
-        console.log(`  ${verdict.pass ? 'PASS' : 'FAIL'} ${verdict.numerator} ≥ ${verdict.atLeast}× ${verdict.denominator}: ${measured}${verdict.note ? ` (${verdict.note})` : ''}`);
-      }
-    } finally {
-      await suite.close?.();
     }
+  } finally {
+    await generator.stop();
   }
 
   let qrMarkdown = '';
@@ -170,7 +201,8 @@ async function main(): Promise<void> {
     `Generated by \`npm run bench -- --write\` on ${new Date().toISOString().slice(0, 10)} (${seconds} s run).`,
     '',
     `- Machine: ${machine}`,
-    `- Load: autocannon, ${settings.connections} connections, pipelining ${settings.pipelining}; each case ${rounds}× (round-robin over the suite) ${settings.warmupSeconds} s warm-up (discarded) then ${settings.durationSeconds} s measured, best round kept; servers in the runner's process on 127.0.0.1:0, the load generator in a worker thread.`,
+    `- Load: autocannon, ${settings.connections} connections, pipelining ${settings.pipelining}; each case ${rounds}× (round-robin over the suite) ${settings.warmupSeconds} s warm-up (discarded) then ${settings.durationSeconds} s measured, best round kept; a fresh server process per case and round, on 127.0.0.1:0.`,
+    `- Processes: ${placement.summary}. "server CPU µs/req" is the server process's user + system CPU time over the measured run divided by the requests answered; "busy" is CPU time ÷ wall time (100 % = one CPU fully used).`,
     ...suiteNotes,
     '',
     '## Results',

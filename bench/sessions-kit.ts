@@ -1,7 +1,7 @@
 import Redis from 'ioredis';
 import { RedisStore } from '../lib/store';
 import { sessionApp } from '../test/helpers/sso-load-apps';
-import { listen, type BenchCase, type RunningCase } from './harness';
+import type { BenchCase } from './harness';
 import { collectCookies, cookieRequests, DISTINCT_SESSIONS, type SessionFixtures } from './sessions';
 
 /**
@@ -9,27 +9,25 @@ import { collectCookies, cookieRequests, DISTINCT_SESSIONS, type SessionFixtures
  * users logged in through `establishLogin`. The idle timer is refreshed lazily, so a steady request costs one GET.
  *
  * @example
- * const { cases } = await kitSessionCases({ redisUrl, prefix, secret });
+ * const cases = kitSessionCases();
  */
-export async function kitSessionCases(fixtures: SessionFixtures): Promise<{ cases: BenchCase[]; close(): Promise<void> }> {
-  const client = new Redis(fixtures.redisUrl);
-  const store = new RedisStore(client, { prefix: `${fixtures.prefix}kit:` });
-  const cases: BenchCase[] = [
+export function kitSessionCases(): BenchCase<SessionFixtures>[] {
+  return [
     {
       name: 'kit-require-session',
       description: 'ssoSession + requireSession (lazy idle refresh), RedisStore',
-      start: async (): Promise<RunningCase> => {
-        const server = await listen(sessionApp(store, fixtures.secret, true));
-        const cookies = await collectCookies(server.url, DISTINCT_SESSIONS, 'sso.sid');
-        return { url: server.url, requests: cookieRequests(cookies), close: server.close };
+      app: ({ redisUrl, prefix, secret }) => {
+        const client = new Redis(redisUrl);
+        const store = new RedisStore(client, { prefix: `${prefix}kit:` });
+        return {
+          app: sessionApp(store, secret, true),
+          close: async () => {
+            await store.close();
+            await client.quit();
+          },
+        };
       },
+      requests: async (url) => cookieRequests(await collectCookies(url, DISTINCT_SESSIONS, 'sso.sid')),
     },
   ];
-  return {
-    cases,
-    close: async () => {
-      await store.close();
-      await client.quit();
-    },
-  };
 }

@@ -3,13 +3,13 @@ import express, { type Express, type Request, type Response } from 'express';
 import session from 'express-session';
 import { RedisStore as ConnectRedisStore } from 'connect-redis';
 import Redis from 'ioredis';
-import { listen, type BenchSuite, type RunningCase } from './harness';
+import type { AutocannonRequest, BenchCase, BenchSuite } from './harness';
 import { kitSessionCases } from './sessions-kit';
 
 /** How many logged-in sessions the load generator rotates through. */
 export const DISTINCT_SESSIONS = 100;
 
-/** Shared by the kit's cases: the Redis to use, a key prefix to clean up, and how to collect session cookies. */
+/** The suite's shared fixtures, sent to every case's server process: the Redis to use, a key prefix to clean up, the cookie secret. */
 export interface SessionFixtures {
   redisUrl: string;
   prefix: string;
@@ -44,7 +44,7 @@ export async function collectCookies(url: string, count: number, cookieName: str
  * @example
  * const requests = cookieRequests(cookies); // GET /me on shop.example.test
  */
-export function cookieRequests(cookies: string[], path = '/me', host = 'shop.example.test') {
+export function cookieRequests(cookies: string[], path = '/me', host = 'shop.example.test'): AutocannonRequest[] {
   return cookies.map((cookie) => ({
     method: 'GET',
     path,
@@ -85,52 +85,68 @@ function expressSessionApp(client: Redis, prefix: string, secret: string): Expre
 }
 
 /**
+ * The session suite's cases, in table order. Each `app` runs in the case's own server process with its own Redis
+ * connection; `requests` runs in the runner and logs the users in through that server first.
+ *
+ * @example
+ * const cases = sessionCases();
+ */
+export function sessionCases(): BenchCase<SessionFixtures>[] {
+  return [
+    {
+      name: 'bare',
+      description: 'bare Express, res.json of a constant',
+      app: () => {
+        const app = express();
+        app.disable('x-powered-by');
+        app.get('/me', (_req, res) => {
+          res.json({ id: 'constant' });
+        });
+        return { app };
+      },
+      requests: () => cookieRequests(Array.from({ length: DISTINCT_SESSIONS }, () => 'sid=none')),
+    },
+    ...kitSessionCases(),
+    {
+      name: 'express-session-rolling',
+      description: 'express-session + connect-redis 8.1, rolling: true, resave: false',
+      app: ({ redisUrl, prefix, secret }) => {
+        const client = new Redis(redisUrl);
+        return {
+          app: expressSessionApp(client, prefix, secret),
+          close: async () => {
+            await client.quit();
+          },
+        };
+      },
+      requests: async (url) => cookieRequests(await collectCookies(url, DISTINCT_SESSIONS, 'sid')),
+    },
+  ];
+}
+
+/**
  * The session suite: the kit's `ssoSession` + `requireSession`, against express-session + connect-redis 8.1 with
  * `rolling: true` on the same Redis, and bare Express. Every case is fed the same number of logged-in cookies.
+ * The runner keeps one Redis connection only to delete the suite's keys afterwards.
  *
  * @example
  * const suite = await sessionsSuite('redis://127.0.0.1:6379');
  */
-export async function sessionsSuite(redisUrl: string): Promise<BenchSuite> {
+export async function sessionsSuite(redisUrl: string): Promise<BenchSuite<SessionFixtures>> {
   const prefix = `ssobench:${randomBytes(4).toString('hex')}:`;
   const secret = randomBytes(32).toString('base64url');
   const client = new Redis(redisUrl);
-  const kit = await kitSessionCases({ redisUrl, prefix, secret });
 
   return {
     name: 'sessions',
     workload: `GET /me on a second host of the parent domain with one of ${DISTINCT_SESSIONS} logged-in session cookies rotating across requests; Redis on loopback`,
-    cases: [
-      {
-        name: 'bare',
-        description: 'bare Express, res.json of a constant',
-        start: async (): Promise<RunningCase> => {
-          const app = express();
-          app.disable('x-powered-by');
-          app.get('/me', (_req, res) => {
-            res.json({ id: 'constant' });
-          });
-          const server = await listen(app);
-          return { url: server.url, requests: cookieRequests(Array.from({ length: DISTINCT_SESSIONS }, () => 'sid=none')), close: server.close };
-        },
-      },
-      ...kit.cases,
-      {
-        name: 'express-session-rolling',
-        description: 'express-session + connect-redis 8.1, rolling: true, resave: false',
-        start: async (): Promise<RunningCase> => {
-          const server = await listen(expressSessionApp(client, prefix, secret));
-          const cookies = await collectCookies(server.url, DISTINCT_SESSIONS, 'sid');
-          return { url: server.url, requests: cookieRequests(cookies), close: server.close };
-        },
-      },
-    ],
+    fixtures: { redisUrl, prefix, secret },
+    cases: sessionCases(),
     targets: [
       { numerator: 'kit-require-session', denominator: 'express-session-rolling', atLeast: 1.3 },
       { numerator: 'kit-require-session', denominator: 'bare', atLeast: 0.6 },
     ],
     close: async () => {
-      await kit.close();
       let cursor = '0';
       do {
         const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);

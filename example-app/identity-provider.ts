@@ -116,7 +116,7 @@ export async function createDemoIdentityProvider(options: DemoIdentityProviderOp
     // Chrome checks form-action on that whole redirect chain, so the callback origins are listed.
     res.setHeader('Content-Security-Policy', `default-src 'self'; style-src 'self'; script-src 'self'; form-action ${formAction}; frame-ancestors 'none'; base-uri 'none'; object-src 'none'`);
     res.setHeader('X-Content-Type-Options', 'nosniff');
-    res.setHeader('Referrer-Policy', 'no-referrer');
+    res.setHeader('Referrer-Policy', 'same-origin');
     next();
   });
   router.get('/idp-assets/idp.css', function idpStylesheet(_req: Request, res: Response) {

@@ -28,7 +28,9 @@ export function securityHeaders(options: SecurityHeadersOptions = {}): RequestHa
         objectSrc: ["'none'"],
       },
     },
-    referrerPolicy: { policy: 'no-referrer' },
+    // same-origin rather than no-referrer: under no-referrer browsers send `Origin: null` with same-origin form
+    // posts, which the kit's CSRF origin check must refuse. Other sites still get no referrer.
+    referrerPolicy: { policy: 'same-origin' },
     strictTransportSecurity: { maxAge: 31536000, includeSubDomains: true },
   };
   return helmet({ ...preset, ...options } as HelmetOptions);

@@ -68,9 +68,9 @@ function oneString(value: unknown): string | undefined {
  * redirect policy accepted are ever added, one exact origin at a time.
  */
 /**
- * The portal's forms post to the portal itself, and the POST handlers check `Origin`. Under `no-referrer` (the
- * `securityHeaders()` default) browsers send `Origin: null` on form posts, which the check must refuse; so the
- * portal's pages use `same-origin`: full referrers to the portal itself, nothing to other sites, so `return_to`
+ * The portal's forms post to the portal itself, and the POST handlers check `Origin`. Under `no-referrer` browsers
+ * send `Origin: null` on form posts, which the check must refuse; so the portal's pages set `same-origin` themselves
+ * (as `securityHeaders()` does), whatever helmet setup the app has: full referrers to the portal itself, nothing to other sites, so `return_to`
  * never leaks.
  */
 function allowSameOriginReferrer(res: Response): void {

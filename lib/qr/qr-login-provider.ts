@@ -183,7 +183,9 @@ function sendPage(res: Response, status: number, html: string): void {
     .set({
       'Content-Security-Policy': QR_PAGE_CSP,
       'X-Frame-Options': 'DENY',
-      'Referrer-Policy': 'no-referrer',
+      // same-origin, not no-referrer: under no-referrer Chromium sends `Origin: null` with the page's own form
+      // posts, which the same-origin check must refuse. Other sites still get no referrer.
+      'Referrer-Policy': 'same-origin',
       'Cache-Control': 'no-store',
       'X-Content-Type-Options': 'nosniff',
     })

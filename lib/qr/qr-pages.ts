@@ -22,7 +22,7 @@ export const QR_PAGE_CSP =
 function page(title: string, body: string, scriptUrl?: string): string {
   return (
     `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">` +
-    `<meta name="referrer" content="no-referrer"><title>${escapeHtml(title)}</title>` +
+    `<meta name="referrer" content="same-origin"><title>${escapeHtml(title)}</title>` +
     `${scriptUrl ? `<script src="${escapeHtml(scriptUrl)}" defer></script>` : ''}</head><body>${body}</body></html>`
   );
 }

@@ -31,6 +31,9 @@ const FAIL_FAST_DEFAULTS: RedisOptions = {
   connectTimeout: 2000,
   commandTimeout: 2000,
   maxRetriesPerRequest: 1,
+  // ioredis waits this long for a socket to close on disconnect; after an outage the socket may never report
+  // closing, and a long wait would keep a shutting-down process alive.
+  disconnectTimeout: 500,
   retryStrategy: (attempt: number) => Math.min(attempt * 100, 1000),
   // Sentinel failover: ask the sentinels again quickly and retry on READONLY after a promotion.
   sentinelRetryStrategy: (attempt: number) => Math.min(attempt * 100, 1000),

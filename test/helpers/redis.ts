@@ -44,17 +44,42 @@ export async function testRedisStore(label?: string): Promise<{ store: RedisStor
   };
 }
 
-/** Deletes every key under a prefix (on every master of a Cluster). */
-export async function deleteByPrefix(client: RedisClient, prefix: string): Promise<void> {
-  const nodes: Redis[] = client instanceof Cluster ? client.nodes('master') : [client];
+/** Escapes the glob characters of SCAN MATCH (`*`, `?`, `[`, `]` and backslash), so a prefix matches only itself. */
+function globLiteral(text: string): string {
+  return text.replace(/[*?[\]\\]/g, (character) => `\\${character}`);
+}
+
+/**
+ * Every key that starts with `prefix`, sorted, read with SCAN from every master of a Cluster (KEYS or a single
+ * SCAN on a Cluster client reads one node only, so it would miss keys of the other masters).
+ *
+ * @example
+ * const keys = await keysByPrefix(redis.client, `${redis.prefix}privacy:`);
+ */
+export async function keysByPrefix(client: RedisClient, prefix: string): Promise<string[]> {
+  let nodes: Redis[] = [client as Redis];
+  if (client instanceof Cluster) {
+    // The node list is empty until the client has loaded the slot map; a command waits for that.
+    if (client.status !== 'ready') await client.ping();
+    nodes = client.nodes('master');
+    if (nodes.length === 0) throw new Error('keysByPrefix: the Cluster client knows no master node');
+  }
+  const keys = new Set<string>();
   for (const node of nodes) {
     let cursor = '0';
     do {
-      const [next, keys] = await node.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
+      const [next, batch] = await node.scan(cursor, 'MATCH', `${globLiteral(prefix)}*`, 'COUNT', 500);
       cursor = next;
-      for (const key of keys) await client.del(key);
+      // SCAN may return a key twice; the set keeps one.
+      for (const key of batch) keys.add(key);
     } while (cursor !== '0');
   }
+  return [...keys].sort();
+}
+
+/** Deletes every key under a prefix (on every master of a Cluster), one DEL per key so no command spans slots. */
+export async function deleteByPrefix(client: RedisClient, prefix: string): Promise<void> {
+  for (const key of await keysByPrefix(client, prefix)) await client.del(key);
 }
 
 /** A port nobody listens on right now. */
@@ -74,9 +99,10 @@ export function freePort(): Promise<number> {
 export interface PrivateRedis {
   port: number;
   url: string;
+  /** Starts the server again after `stop()`; does nothing while it is still running. */
   start(): Promise<void>;
   stop(): Promise<void>;
-  /** Pauses the server for `ms` with DEBUG SLEEP, simulating a Redis that answers slowly. */
+  /** Pauses the server for `seconds` with DEBUG SLEEP, simulating a Redis that answers slowly. */
   sleep(seconds: number): Promise<void>;
 }
 
@@ -103,22 +129,36 @@ async function waitForPing(port: number, timeoutMs: number): Promise<void> {
   }
 }
 
+/**
+ * Starts a redis-server on a free loopback port, without persistence. DEBUG is allowed from loopback
+ * (`--enable-debug-command local`, which Redis 7 requires for `sleep()`) unless `extraArgs` sets it otherwise.
+ *
+ * @example
+ * const redis = await startPrivateRedis();
+ * await redis.stop(); // an outage
+ * await redis.start(); // back, empty
+ */
 export async function startPrivateRedis(extraArgs: string[] = []): Promise<PrivateRedis> {
   const port = await freePort();
+  const debugArgs = extraArgs.includes('--enable-debug-command') ? [] : ['--enable-debug-command', 'local'];
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...debugArgs, ...extraArgs];
   let child: ChildProcess | undefined;
+  const isRunning = (server: ChildProcess | undefined): server is ChildProcess =>
+    server !== undefined && server.exitCode === null && server.signalCode === null;
   const redis: PrivateRedis = {
     port,
     url: `redis://127.0.0.1:${port}`,
     async start() {
-      child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...extraArgs], {
-        stdio: 'ignore',
-      });
+      // A second process could not bind the port and would exit, leaving the first one running but forgotten,
+      // so stop() would no longer end it.
+      if (isRunning(child)) return;
+      child = spawn('redis-server', args, { stdio: 'ignore' });
       await waitForPing(port, 5000);
     },
     async stop() {
       const running = child;
       child = undefined;
-      if (!running || running.exitCode !== null) return;
+      if (!isRunning(running)) return;
       await new Promise<void>((resolve) => {
         running.once('exit', () => resolve());
         running.kill('SIGKILL');

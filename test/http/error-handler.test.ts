@@ -149,7 +149,7 @@ describe('route helpers', () => {
 });
 
 describe('securityHeaders', () => {
-  it('sets a strict CSP without inline scripts, no-referrer and frame-ancestors none', async () => {
+  it('sets a strict CSP without inline scripts, a same-origin referrer policy and frame-ancestors none', async () => {
     const app = express();
     app.use(securityHeaders());
     app.get('/', (_req, res) => res.send('ok'));
@@ -158,7 +158,7 @@ describe('securityHeaders', () => {
     expect(csp).toContain("script-src 'self'");
     expect(csp).not.toContain('unsafe-inline');
     expect(csp).toContain("frame-ancestors 'none'");
-    expect(res.headers['referrer-policy']).toBe('no-referrer');
+    expect(res.headers['referrer-policy']).toBe('same-origin');
     expect(res.headers['strict-transport-security']).toContain('includeSubDomains');
   });
 });

@@ -1,6 +1,6 @@
 import { LoginThrottle } from '../../lib/portal/login-throttle';
 import { MemoryStore } from '../../lib/store';
-import { testRedisStore } from '../helpers/redis';
+import { keysByPrefix, testRedisStore } from '../helpers/redis';
 
 describe('LoginThrottle (on Redis)', () => {
   let redis: Awaited<ReturnType<typeof testRedisStore>>;
@@ -67,7 +67,7 @@ describe('LoginThrottle (on Redis)', () => {
   it('never stores the typed username in a key', async () => {
     const throttle = new LoginThrottle(redis.store, { namespace: 'privacy' });
     await fail(throttle, 'my-secret-password-typed-as-username', '10.3.3.3');
-    const keys = await redis.client.keys(`${redis.prefix}privacy:*`);
+    const keys = await keysByPrefix(redis.client, `${redis.prefix}privacy:`);
     expect(keys.length).toBe(2);
     expect(keys.join(' ')).not.toContain('my-secret-password');
   });

@@ -11,7 +11,7 @@ import { createPolicy, requirePermission, type RequirePermissionOptions } from '
 import type { SessionUser } from '../../lib/session/types';
 import { createRedisConnection, RedisStore, type KeyValueStore } from '../../lib/store';
 import { expectProblem } from '../helpers/problem';
-import { startPrivateRedis, testPrefix, testRedisClient, testRedisStore, type PrivateRedis } from '../helpers/redis';
+import { deleteByPrefix, startPrivateRedis, testPrefix, testRedisClient, testRedisStore, type PrivateRedis } from '../helpers/redis';
 import type {} from '../../lib';
 
 type Jose = typeof import('jose', { with: { 'resolution-mode': 'import' } });
@@ -107,8 +107,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all(running.map((server) => new Promise((resolve) => server.close(resolve))));
-  const keys = await sessionClient.keys(`${sessionPrefix}*`);
-  if (keys.length) await sessionClient.del(...keys);
+  await deleteByPrefix(sessionClient, sessionPrefix);
   await sessionClient.quit();
 });
 

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { RefreshTokenError, RefreshTokens } from '../../lib/tokens';
 import { MemoryStore, type KeyValueStore } from '../../lib/store';
-import { startPrivateRedis, testRedisStore, type PrivateRedis } from '../helpers/redis';
+import { keysByPrefix, startPrivateRedis, testRedisStore, type PrivateRedis } from '../helpers/redis';
 import { RedisStore } from '../../lib/store';
 
 async function refusal(promise: Promise<unknown>): Promise<RefreshTokenError> {
@@ -33,7 +33,7 @@ describe('RefreshTokens on Redis', () => {
     expect(Buffer.from(token, 'base64url')).toHaveLength(32);
     expect(expiresIn).toBe(14 * 24 * 3600);
     expect(record).toMatchObject({ clientId: 'shop', subject: 'alice', scope: 'openid', grantId: 'g-1' });
-    const keys = await client.keys(`${prefix}*`);
+    const keys = await keysByPrefix(client, prefix);
     const hash = createHash('sha256').update(token).digest('base64url');
     expect(keys.some((key) => key.includes(hash))).toBe(true);
     for (const key of keys) {
@@ -135,7 +135,7 @@ describe('RefreshTokens on Redis', () => {
   it('keeps the keys of one token or family in one Redis Cluster hash slot', async () => {
     const { token, record } = await tokens.issue({ clientId: 'shop', subject: 'alice', grantId: 'g-slot' });
     const hash = createHash('sha256').update(token).digest('base64url');
-    const keys = await client.keys(`${prefix}*`);
+    const keys = await keysByPrefix(client, prefix);
     // Redis Cluster hashes only the part between the first "{" and the next "}", so equal tags mean one slot.
     const hashTag = (key: string) => /\{([^}]+)\}/.exec(key)?.[1];
     const slots = (part: string) => new Set(keys.filter((key) => key.includes(part)).map(hashTag));

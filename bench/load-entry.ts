@@ -1,0 +1,72 @@
+/**
+ * The load generator's process: started once per run by bench/harness.ts (pinned to its own CPU when `taskset`
+ * exists), it runs autocannon on its main thread for each `run` message and answers with the figures and the CPU
+ * time it spent. It does nothing else, so the server under test never shares a CPU or an event loop with it.
+ */
+import { createRequire } from 'node:module';
+import type { AutocannonRequest, LoadFigures, LoadMessage, Reply } from './harness';
+
+/** The subset of autocannon's programmatic API used here (the package ships no types). */
+interface AutocannonOptions {
+  url: string;
+  connections: number;
+  pipelining: number;
+  duration: number;
+  requests?: AutocannonRequest[];
+}
+interface AutocannonResult {
+  requests: { total: number };
+  latency: { p50: number; p99: number };
+  errors: number;
+  timeouts: number;
+  non2xx: number;
+  duration: number;
+}
+type Autocannon = (options: AutocannonOptions, callback: (error: Error | null, result: AutocannonResult) => void) => unknown;
+
+const autocannon = createRequire(__filename)('autocannon') as Autocannon;
+
+function cannon(options: AutocannonOptions): Promise<AutocannonResult> {
+  return new Promise((resolve, reject) => {
+    autocannon(options, (error, result) => (error ? reject(error) : resolve(result)));
+  });
+}
+
+function cpuMicros(): number {
+  const usage = process.cpuUsage();
+  return usage.user + usage.system;
+}
+
+async function handle(message: Extract<LoadMessage, { type: 'run' }>): Promise<Reply> {
+  const { settings } = message;
+  const before = cpuMicros();
+  const result = await cannon({
+    url: message.url,
+    connections: settings.connections,
+    pipelining: settings.pipelining,
+    duration: message.durationSeconds,
+    requests: message.requests,
+  });
+  const figures: LoadFigures = {
+    total: result.requests.total,
+    durationSeconds: result.duration,
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    failures: result.non2xx + result.errors + result.timeouts,
+    cpuMicros: cpuMicros() - before,
+  };
+  return { id: message.id, figures };
+}
+
+process.on('message', (message: LoadMessage) => {
+  if (message.type === 'close') {
+    process.send?.({ id: message.id } satisfies Reply, () => process.disconnect());
+    return;
+  }
+  handle(message).then(
+    (reply) => process.send?.(reply),
+    (error: unknown) => process.send?.({ id: message.id, error: (error as Error).message } satisfies Reply),
+  );
+});
+// The runner went away: nothing more to do.
+process.on('disconnect', () => process.exit(0));
