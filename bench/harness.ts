@@ -181,11 +181,14 @@ class Child {
       else waiter.resolve(reply);
     });
     this.exited = new Promise((resolve) => {
-      child.once('exit', (code, signal) => {
-        for (const waiter of this.pending.values()) waiter.reject(new Error(`${label} exited (${signal ?? code}) before answering`));
+      const fail = (why: string) => {
+        for (const waiter of this.pending.values()) waiter.reject(new Error(`${label} ${why} before answering`));
         this.pending.clear();
         resolve();
-      });
+      };
+      child.once('exit', (code, signal) => fail(`exited (${signal ?? code})`));
+      // Spawning failed (no exit event follows).
+      child.once('error', (error) => fail(`could not start: ${error.message}`));
     });
   }
 

@@ -217,7 +217,9 @@ async function main(): Promise<void> {
     '',
     ratios.join('\n\n'),
     '',
-    ...(qrMarkdown ? ['## QR login', '', qrMarkdown, ''] : []),
+    ...(qrMarkdown
+      ? ['## QR login', '', "`runQrLoginBench` runs in the runner's process after the suites above (provider and client in one process, not pinned).", '', qrMarkdown, '']
+      : []),
     'Figures from a shared 2-core machine move by up to ±20 % between runs; compare ratios from one run, not absolute figures across runs, and repeat a run before trusting a ratio close to its target.',
     '',
   ].join('\n');

@@ -29,7 +29,13 @@ export function rememberSavedText(sessionObject: object, text: string): void {
   (sessionObject as Record<symbol, string>)[SAVED_TEXT] = text;
 }
 
-function savedTextOf(sessionObject: object): string | undefined {
+/**
+ * The JSON a session object was last read or written as, or undefined for a session this process never stored.
+ *
+ * @example
+ * const loadedText = savedTextOf(req.session);
+ */
+export function savedTextOf(sessionObject: object): string | undefined {
   return (sessionObject as Record<symbol, string | undefined>)[SAVED_TEXT];
 }
 

@@ -1,7 +1,8 @@
 import { RedisStore as ConnectRedisStore } from 'connect-redis';
 import session, { type SessionData } from 'express-session';
 import type { KeyValueStore, RedisClient } from '../store';
-import { rememberSavedText, type EngineStore, type LoadedSession } from './session-engine';
+import type { Request } from 'express';
+import { rememberSavedText, savedTextOf, type EngineStore, type LoadedSession } from './session-engine';
 import { judgeSession, storeTtlMillis, type SessionLimits } from './session-lifetime';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -84,9 +85,133 @@ const lenientJson = {
   stringify: (data: SessionData): string => JSON.stringify(data),
 };
 
+// Saves of an existing session are a compare-and-set against the text the request loaded; after this many lost
+// races the save is dropped (the answer is already decided; the next request reads the stored state).
+const SAVE_ATTEMPTS = 4;
+
+type SessionRecord = Record<string, unknown>;
+
+function isRecord(value: unknown): value is SessionRecord {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function sameJson(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+/** Top-level three-way merge: fields this request changed take its value, all others keep the stored one. */
+function mergeFields(loaded: SessionRecord, mine: SessionRecord, stored: SessionRecord, alwaysMine: string): SessionRecord {
+  const merged: SessionRecord = {};
+  for (const key of new Set([...Object.keys(mine), ...Object.keys(stored)])) {
+    const changedHere = key === alwaysMine || !sameJson(mine[key], loaded[key]);
+    const source = changedHere ? mine : stored;
+    if (Object.prototype.hasOwnProperty.call(source, key)) merged[key] = source[key];
+  }
+  return merged;
+}
+
+/**
+ * Merges what this request changed (compared with the session it loaded) into the session another request stored
+ * meanwhile: keys this request changed take its value, all other keys keep the stored value. `meta` is merged
+ * field by field the same way, and its `lastSeenAt` takes the later of the two.
+ *
+ * @example
+ * mergeSessionChanges(loaded, mine, stored); // mine changed `cart`, stored has new `oidc` tokens: both kept
+ */
+export function mergeSessionChanges(loaded: SessionRecord, mine: SessionRecord, stored: SessionRecord): SessionRecord {
+  // The cookie is this request's own object, never another request's data.
+  const merged = mergeFields(loaded, mine, stored, 'cookie');
+  if (isRecord(mine.meta) && isRecord(stored.meta)) {
+    const meta = mergeFields(isRecord(loaded.meta) ? loaded.meta : {}, mine.meta, stored.meta, '');
+    const mineSeen = mine.meta.lastSeenAt;
+    const storedSeen = stored.meta.lastSeenAt;
+    if (typeof mineSeen === 'number' && typeof storedSeen === 'number') meta.lastSeenAt = Math.max(mineSeen, storedSeen);
+    merged.meta = meta;
+  }
+  return merged;
+}
+
+/** One session key, as {@link saveOverLoaded} reaches it. */
+interface SessionKeyAccess {
+  read(): Promise<string | null>;
+  /** Atomically replaces the value if it is still `expected`; never creates the key. */
+  swap(expected: string, next: string, ttlMs: number): Promise<boolean>;
+}
+
+/** Makes the session object match what was stored, so a later save in the same request diffs against it. */
+function adoptStored(sessionObject: SessionRecord, merged: SessionRecord, text: string): void {
+  for (const key of Object.keys(sessionObject)) if (key !== 'cookie' && !(key in merged)) delete sessionObject[key];
+  for (const [key, value] of Object.entries(merged)) if (key !== 'cookie') sessionObject[key] = value;
+  rememberSavedText(sessionObject, text);
+}
+
+/**
+ * Saves an existing session without losing what concurrent requests stored: the write happens only while the
+ * stored text is still the one this request loaded. Otherwise the stored session is re-read and this request's
+ * changes are merged into it ({@link mergeSessionChanges}); a session deleted meanwhile (logged out, revoked)
+ * stays deleted.
+ */
+async function saveOverLoaded(
+  data: SessionData,
+  loadedText: string,
+  text: string,
+  limits: SessionLimits,
+  access: SessionKeyAccess,
+): Promise<void> {
+  let expected = loadedText;
+  let next = text;
+  let nextMeta = data.meta;
+  let merged: SessionRecord | undefined;
+  for (let attempt = 0; attempt < SAVE_ATTEMPTS; attempt += 1) {
+    const ttlMs = Math.ceil(storeTtlMillis(nextMeta, Date.now(), limits));
+    // A merged session already past its limits is left to expire; it is not written again.
+    if (ttlMs <= 0) return;
+    if ((merged !== undefined && next === expected) || (await access.swap(expected, next, ttlMs))) {
+      if (merged) adoptStored(data as unknown as SessionRecord, merged, next);
+      else rememberSavedText(data, next);
+      return;
+    }
+    const storedText = await access.read();
+    if (storedText === null) return;
+    const stored = lenientJson.parse(storedText) as unknown;
+    if (!isRecord(stored)) return;
+    const loaded = JSON.parse(loadedText) as SessionRecord;
+    merged = mergeSessionChanges(loaded, JSON.parse(text) as SessionRecord, stored);
+    expected = storedText;
+    next = JSON.stringify(merged);
+    nextMeta = merged.meta as SessionData['meta'];
+  }
+}
+
+// Compare-and-set with a fresh TTL on the one session key (a single key, so it also runs on a Redis Cluster). A key
+// that is gone stays gone: GET returns false, which never equals the expected text.
+const SESSION_COMPARE_AND_SET = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+return 1`;
+
+interface SessionScriptedClient {
+  ssoSessionCompareAndSet(key: string, expected: string, next: string, ttlMillis: string): Promise<number>;
+}
+
+// `req.session.reload()` goes through the store's get and createSession: carrying the loaded text over lets the
+// reloaded session's next save compare against what it read, like a session the engine loaded.
+function dataRememberingText(found: LoadedSession | null): SessionData | null {
+  if (found === null) return null;
+  rememberSavedText(found.data, found.text);
+  return found.data;
+}
+
+function keepSavedText<T extends object>(created: T, data: SessionData): T {
+  const text = savedTextOf(data);
+  if (text !== undefined) rememberSavedText(created, text);
+  return created;
+}
+
 /**
  * connect-redis with the kit's lifetime rules: a session past its idle or absolute limit reads as absent (and is
- * deleted), the TTL of a save is min(idle, remaining absolute), and saves of an existing login use `SET … XX`.
+ * deleted), the TTL of a save is min(idle, remaining absolute), and saves of an existing login are a compare-and-set
+ * against the text the request loaded (merging with concurrent saves) or `SET … XX`, so they never recreate a key.
  * `disableTouch` is on: the idle timer is refreshed by `ssoSession`'s lazy re-save, not by a write per request.
  *
  * @example
@@ -102,6 +227,7 @@ export class SsoRedisSessionStore extends ConnectRedisStore implements EngineSto
     this.hooks = hooks;
     // The idle timer is refreshed by re-saving, never by a separate EXPIRE per request.
     Object.defineProperty(this, 'touch', { value: undefined, enumerable: false });
+    if (!('ssoSessionCompareAndSet' in redis)) redis.defineCommand('ssoSessionCompareAndSet', { numberOfKeys: 1, lua: SESSION_COMPARE_AND_SET });
   }
 
   loadLive(sessionId: string): Promise<LoadedSession | null> {
@@ -110,7 +236,7 @@ export class SsoRedisSessionStore extends ConnectRedisStore implements EngineSto
   }
 
   override get(sessionId: string, callback?: StoreCallback): Promise<unknown> {
-    const loaded = this.loadLive(sessionId).then((found) => found?.data ?? null);
+    const loaded = this.loadLive(sessionId).then(dataRememberingText);
     if (!callback) return loaded;
     return loaded.then(
       (data) => callback(null, data),
@@ -128,13 +254,31 @@ export class SsoRedisSessionStore extends ConnectRedisStore implements EngineSto
       } else if (mayCreateKey(data)) {
         await this.redis.set(this.prefix + sessionId, text, 'PX', ttlMs);
         rememberSavedText(data, text);
-      } else if ((await this.redis.set(this.prefix + sessionId, text, 'PX', ttlMs, 'XX')) === 'OK') {
-        rememberSavedText(data, text);
+      } else {
+        const loadedText = savedTextOf(data);
+        if (loadedText !== undefined) {
+          await saveOverLoaded(data, loadedText, text, this.hooks.limits, this.sessionKey(sessionId));
+        } else if ((await this.redis.set(this.prefix + sessionId, text, 'PX', ttlMs, 'XX')) === 'OK') {
+          rememberSavedText(data, text);
+        }
       }
     } catch (error) {
       failure = error;
     }
     return finish(callback, failure);
+  }
+
+  override createSession(req: Request, data: SessionData): session.Session & SessionData {
+    return keepSavedText(super.createSession(req, data), data);
+  }
+
+  private sessionKey(sessionId: string): SessionKeyAccess {
+    const key = this.prefix + sessionId;
+    const scripted = this.redis as unknown as SessionScriptedClient;
+    return {
+      read: () => this.redis.get(key),
+      swap: async (expected, next, ttlMs) => (await scripted.ssoSessionCompareAndSet(key, expected, next, String(ttlMs))) === 1,
+    };
   }
 }
 
@@ -164,7 +308,7 @@ export class KeyValueSessionStore extends session.Store implements EngineStore {
 
   override get(sessionId: string, callback: (err: unknown, data?: SessionData | null) => void): void {
     void this.loadLive(sessionId).then(
-      (found) => callback(null, found?.data ?? null),
+      (found) => callback(null, dataRememberingText(found)),
       (error: unknown) => callback(error),
     );
   }
@@ -183,12 +327,24 @@ export class KeyValueSessionStore extends session.Store implements EngineStore {
       await this.store.delete(key);
       return;
     }
+    const text = JSON.stringify(data);
+    const loadedText = savedTextOf(data);
+    if (!mayCreateKey(data) && loadedText !== undefined) {
+      await saveOverLoaded(data, loadedText, text, this.hooks.limits, {
+        read: () => this.store.get(key),
+        swap: (expected, next, swapTtlMs) => this.store.compareAndSet(key, expected, next, swapTtlMs / 1000),
+      });
+      return;
+    }
     // SET XX by hand: check, then write. Not atomic like Redis's, but this store lives in one process, where
     // only another request of the same process could revoke the session between the two steps.
     if (!mayCreateKey(data) && (await this.store.get(key)) === null) return;
-    const text = JSON.stringify(data);
     await this.store.set(key, text, ttlMs / 1000);
     rememberSavedText(data, text);
+  }
+
+  override createSession(req: Request, data: SessionData): session.Session & SessionData {
+    return keepSavedText(super.createSession(req, data), data);
   }
 
   override destroy(sessionId: string, callback?: (err?: unknown) => void): void {

@@ -152,6 +152,27 @@ describe('req.oidc refresh edge cases (provider under test control)', () => {
     expect((await ua.request(`${apps.shop.origin}/refresh`, { method: 'POST' })).status).toBe(200);
   });
 
+  it('keeps refreshed tokens when a request that loaded the session before the refresh ends after it', async () => {
+    const ua = await loggedInAgent();
+    let entered = (): void => undefined;
+    let release = (): void => undefined;
+    const inHandler = new Promise<void>((resolve) => (entered = resolve));
+    const released = new Promise<void>((resolve) => (release = resolve));
+    apps.shop.app.get('/held-touch', async (req, res) => {
+      entered();
+      await released;
+      // What ssoSession's lazy idle-timer touch does (at least 1 ms later, so the session surely changes).
+      req.session.meta!.lastSeenAt = Math.max(Date.now(), req.session.meta!.lastSeenAt + 1);
+      res.json({ touched: true });
+    });
+    const held = ua.request(`${apps.shop.origin}/held-touch`);
+    await inHandler;
+    const refreshed = JSON.parse((await ua.request(`${apps.shop.origin}/refresh`, { method: 'POST' })).body).accessToken;
+    release();
+    expect((await held).status).toBe(200);
+    expect(JSON.parse((await ua.request(`${apps.auth.origin}/token`)).body).accessToken).toBe(refreshed);
+  });
+
   it('answers 401 and ends the OIDC tokens when the provider refuses the refresh (invalid_grant)', async () => {
     const ua = await loggedInAgent();
     fake.tokenMode = 'invalid_grant';

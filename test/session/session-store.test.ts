@@ -3,7 +3,7 @@ import { testRedisStore } from '../helpers/redis';
 import { expectProblem } from '../helpers/problem';
 import { loginAs, sessionIdOf, ssoOptions, startSsoApp, via } from '../helpers/sso-apps';
 import { MemoryStore, ssoSession } from '../../lib';
-import { KeyValueSessionStore, markFreshLogin, SsoRedisSessionStore } from '../../lib/session/session-store';
+import { KeyValueSessionStore, markFreshLogin, mergeSessionChanges, SsoRedisSessionStore } from '../../lib/session/session-store';
 import type { SessionLimits } from '../../lib/session/session-lifetime';
 
 const limits: SessionLimits = { idleMs: 60_000, absoluteMs: 600_000, touchAfterMs: 1000 };
@@ -95,5 +95,127 @@ describe('KeyValueSessionStore (MemoryStore path)', () => {
       await admin.close();
       await memory.close();
     }
+  });
+});
+
+/** A gate a route awaits, so a test can hold a request open after its session was loaded. */
+function gate(): { entered: Promise<void>; enter: () => void; release: () => void; released: Promise<void> } {
+  let enter = (): void => undefined;
+  let release = (): void => undefined;
+  const entered = new Promise<void>((resolve) => (enter = resolve));
+  const released = new Promise<void>((resolve) => (release = resolve));
+  return { entered, enter, release, released };
+}
+
+describe.each([['Redis', 'redis'], ['MemoryStore', 'memory']] as const)('concurrent saves of one session (%s)', (_name, kind) => {
+  const host = 'shop.example.test';
+  let redis: Awaited<ReturnType<typeof testRedisStore>> | undefined;
+  let app: Awaited<ReturnType<typeof startSsoApp>>;
+  const gates = new Map<string, ReturnType<typeof gate>>();
+  const fieldsOf = (req: { session: object }) => req.session as unknown as Record<string, unknown>;
+
+  beforeAll(async () => {
+    redis = kind === 'redis' ? await testRedisStore('concurrent') : undefined;
+    app = await startSsoApp(ssoSession(ssoOptions({ store: redis?.store ?? new MemoryStore() })), {
+      routes: (routes) => {
+        routes.get('/held/:gate/:field/:value', async (req, res) => {
+          const held = gates.get(req.params.gate)!;
+          held.enter();
+          await held.released;
+          fieldsOf(req)[req.params.field] = req.params.value;
+          res.json({ user: req.user?.id ?? null });
+        });
+        routes.get('/held-touch/:gate', async (req, res) => {
+          const held = gates.get(req.params.gate)!;
+          held.enter();
+          await held.released;
+          // What ssoSession's lazy idle-timer touch does (at least 1 ms later, so the JSON surely changes).
+          req.session.meta!.lastSeenAt = Math.max(Date.now(), req.session.meta!.lastSeenAt + 1);
+          res.json({ user: req.user?.id ?? null });
+        });
+        routes.get('/set/:field/:value', (req, res) => {
+          fieldsOf(req)[req.params.field] = req.params.value;
+          res.status(204).end();
+        });
+        routes.get('/refresh-tokens/:accessToken', (req, res, next) => {
+          // What oidcContext stores after a refresh_token grant whose provider rotated the refresh token.
+          req.session.oidc = { provider: 'corp', accessToken: req.params.accessToken, refreshToken: `rt-${req.params.accessToken}` };
+          req.session.save((error?: unknown) => (error ? next(error) : res.status(204).end()));
+        });
+        routes.get('/fields', (req, res) => {
+          res.json({ x: fieldsOf(req).x ?? null, y: fieldsOf(req).y ?? null, oidc: req.session.oidc ?? null, user: req.user?.id ?? null });
+        });
+      },
+    });
+  });
+  afterAll(async () => {
+    await app.close();
+    await redis?.cleanup();
+  });
+
+  async function holdWhile(cookie: string, path: (gateName: string) => string, meanwhile: () => Promise<void>): Promise<void> {
+    const name = Math.random().toString(36).slice(2);
+    const held = gate();
+    gates.set(name, held);
+    const response = via(app.server, host, 'get', path(name), cookie).then((res) => res);
+    await held.entered;
+    await meanwhile();
+    held.release();
+    expect((await response).status).toBe(200);
+  }
+
+  it('keeps the changes of two overlapping requests that changed different fields', async () => {
+    const cookie = await loginAs(app.server, host, { id: 'ada' });
+    await holdWhile(cookie, (name) => `/held/${name}/x/from-a`, async () => {
+      expect((await via(app.server, host, 'get', '/set/y/from-b', cookie)).status).toBe(204);
+    });
+    const fields = await via(app.server, host, 'get', '/fields', cookie);
+    expect(fields.body).toMatchObject({ x: 'from-a', y: 'from-b', user: 'ada' });
+  });
+
+  it('keeps tokens refreshed by another request while a touch-only request was in flight', async () => {
+    const cookie = await loginAs(app.server, host, { id: 'ada' });
+    await via(app.server, host, 'get', '/refresh-tokens/first', cookie);
+    await holdWhile(cookie, (name) => `/held-touch/${name}`, async () => {
+      expect((await via(app.server, host, 'get', '/refresh-tokens/second', cookie)).status).toBe(204);
+    });
+    const fields = await via(app.server, host, 'get', '/fields', cookie);
+    expect(fields.body.oidc).toEqual({ provider: 'corp', accessToken: 'second', refreshToken: 'rt-second' });
+  });
+
+  it('lets the later change of one field win when both requests changed it', async () => {
+    const cookie = await loginAs(app.server, host, { id: 'ada' });
+    await holdWhile(cookie, (name) => `/held/${name}/x/from-a`, async () => {
+      expect((await via(app.server, host, 'get', '/set/x/from-b', cookie)).status).toBe(204);
+    });
+    expect((await via(app.server, host, 'get', '/fields', cookie)).body.x).toBe('from-a');
+  });
+
+  it('does not bring back a session logged out while a request that changed it was in flight', async () => {
+    const cookie = await loginAs(app.server, host, { id: 'ada' });
+    await holdWhile(cookie, (name) => `/held/${name}/x/from-a`, async () => {
+      expect((await via(app.server, host, 'post', '/logout', cookie).set('Origin', `https://${host}`)).status).toBe(204);
+    });
+    const fields = await via(app.server, host, 'get', '/fields', cookie);
+    expect(fields.body).toEqual({ x: null, y: null, oidc: null, user: null });
+    if (redis) expect(await redis.client.exists(`${redis.prefix}sess:${sessionIdOf(cookie)}`)).toBe(0);
+  });
+});
+
+describe('mergeSessionChanges', () => {
+  const loaded = { cookie: { path: '/' }, user: 'ada', x: 1, gone: true, meta: { createdAt: 1, lastSeenAt: 10, tags: ['a'] } };
+
+  it('takes the fields this request changed and keeps every other stored field', () => {
+    const mine = { cookie: { path: '/' }, user: 'ada', x: 2, meta: { createdAt: 1, lastSeenAt: 10, tags: ['a'] } };
+    const stored = { cookie: { path: '/' }, user: 'ada', x: 1, gone: true, y: 'new', meta: { createdAt: 1, lastSeenAt: 10, tags: ['b'] } };
+    expect(mergeSessionChanges(loaded, mine, stored)).toEqual({
+      cookie: { path: '/' }, user: 'ada', x: 2, y: 'new', meta: { createdAt: 1, lastSeenAt: 10, tags: ['b'] },
+    });
+  });
+
+  it('keeps the later lastSeenAt, whichever side it comes from', () => {
+    const mine = { ...loaded, meta: { ...loaded.meta, lastSeenAt: 20 } };
+    expect(mergeSessionChanges(loaded, mine, { ...loaded, meta: { ...loaded.meta, lastSeenAt: 30 } }).meta).toMatchObject({ lastSeenAt: 30 });
+    expect(mergeSessionChanges(loaded, mine, { ...loaded, meta: { ...loaded.meta, lastSeenAt: 15 } }).meta).toMatchObject({ lastSeenAt: 20 });
   });
 });
