@@ -34,13 +34,20 @@ describe('fileUserDirectory', () => {
     const slow = [{ ...records[0]!, passwordHash: await hashPassword('pw', { N: 16384, r: 8, p: 1 }) }];
     const users = fileUserDirectory(slow);
     await users.verifyPassword('nobody', 'x'); // builds the decoy hash once
-    const time = async (name: string) => {
+    const once = async (name: string) => {
       const start = process.hrtime.bigint();
-      for (let i = 0; i < 3; i += 1) await users.verifyPassword(name, 'wrong');
-      return Number(process.hrtime.bigint() - start) / 3e6;
+      await users.verifyPassword(name, 'wrong');
+      return Number(process.hrtime.bigint() - start) / 1e6;
     };
-    const known = await time('alice');
-    const unknown = await time('nobody');
+    // Interleaved, and the fastest of each kept: a busy machine only ever adds time, so the minimum is the cost.
+    const knownTimes: number[] = [];
+    const unknownTimes: number[] = [];
+    for (let i = 0; i < 5; i += 1) {
+      knownTimes.push(await once('alice'));
+      unknownTimes.push(await once('nobody'));
+    }
+    const known = Math.min(...knownTimes);
+    const unknown = Math.min(...unknownTimes);
     expect(unknown).toBeGreaterThan(known * 0.5);
     expect(unknown).toBeGreaterThan(5);
   });
