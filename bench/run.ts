@@ -14,6 +14,7 @@
  * neighbour's burst slows whichever case happens to run then, and the best round is the least disturbed one.
  */
 import { writeFile } from 'node:fs/promises';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import Redis from 'ioredis';
 import { bearerSuite } from './bearer';
@@ -134,12 +135,15 @@ async function main(): Promise<void> {
   const targets: TargetResult[] = [];
   const suiteNotes: string[] = [];
   const started = Date.now();
+  // Other work on the machine is not pinned away from the servers; the load average says how much there was.
+  const loadAtStart = loadavg()[0]!.toFixed(2);
 
   console.log(`machine: ${machine}`);
   console.log(
     `settings: ${settings.connections} connections, pipelining ${settings.pipelining}, ${rounds} rounds of ${settings.warmupSeconds} s warm-up + ${settings.durationSeconds} s per case (best round kept)`,
   );
   console.log(`processes: ${placement.summary}`);
+  console.log(`1-minute load average at start: ${loadAtStart}`);
   const generator = LoadGenerator.start(placement);
   try {
     for (const [name, build] of builders) {
@@ -202,6 +206,7 @@ async function main(): Promise<void> {
     '',
     `- Machine: ${machine}`,
     `- Load: autocannon, ${settings.connections} connections, pipelining ${settings.pipelining}; each case ${rounds}× (round-robin over the suite) ${settings.warmupSeconds} s warm-up (discarded) then ${settings.durationSeconds} s measured, best round kept; a fresh server process per case and round, on 127.0.0.1:0.`,
+    `- 1-minute load average when the run started: ${loadAtStart} (other work on the machine is not kept off the servers' CPU).`,
     `- Processes: ${placement.summary}. "server CPU µs/req" is the server process's user + system CPU time over the measured run divided by the requests answered; "busy" is CPU time ÷ wall time (100 % = one CPU fully used).`,
     ...suiteNotes,
     '',
