@@ -3,3 +3,4 @@ export { StoreUnavailableError } from './port';
 export { MemoryStore, type MemoryStoreOptions } from './memory-store';
 export { RedisStore, isStoreOutage, type RedisStoreOptions } from './redis-store';
 export { createRedisConnection, isCluster, type RedisClient, type RedisConnectionOptions } from './redis-connection';
+export { hashSlot } from './hash-slot';

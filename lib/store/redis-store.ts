@@ -1,6 +1,7 @@
 import type Redis from 'ioredis';
 import { type KeyValueStore, StoreUnavailableError } from './port';
-import { createRedisConnection, type RedisClient, type RedisConnectionOptions } from './redis-connection';
+import { hashSlot } from './hash-slot';
+import { createRedisConnection, isCluster, type RedisClient, type RedisConnectionOptions } from './redis-connection';
 
 /** Options of {@link RedisStore}. */
 export interface RedisStoreOptions {
@@ -169,7 +170,22 @@ export class RedisStore implements KeyValueStore {
   }
 
   async publish(channel: string, message: string): Promise<void> {
-    await this.run(() => this.client.publish(this.key(channel), message));
+    const fullChannel = this.key(channel);
+    await this.run(() => this.publisherFor(fullChannel).publish(fullChannel, message));
+  }
+
+  /**
+   * On a Cluster, the master that owns the channel's hash slot; elsewhere the client itself. A Cluster client sends
+   * PUBLISH to a random node, and messages that enter the cluster at different nodes can reach a subscriber out of
+   * order (a QR login's `scanned` after its `confirmed`); entering at one node keeps the order they were sent in.
+   */
+  private publisherFor(channel: string): RedisClient {
+    const client = this.client;
+    if (!isCluster(client)) return client;
+    const owner = client.slots[hashSlot(channel)]?.[0];
+    if (owner === undefined) return client;
+    const node = client.nodes('master').find((candidate) => `${candidate.options.host}:${candidate.options.port}` === owner);
+    return node ?? client;
   }
 
   private connectSubscriber(): Promise<RedisClient> {

@@ -115,6 +115,16 @@ describe.each(implementations)('%s honours the storage port contract', (_name, o
     expect(received).toEqual(['one']);
   });
 
+  it('delivers the messages of one channel in the order they were published (also on a Redis Cluster)', async () => {
+    const received: string[] = [];
+    const sent = Array.from({ length: 100 }, (_unused, index) => String(index));
+    const unsubscribe = await store.subscribe('ordered:{one-login}', (message) => received.push(message));
+    for (const message of sent) await store.publish('ordered:{one-login}', message);
+    for (let i = 0; i < 200 && received.length < sent.length; i += 1) await tick(10);
+    await unsubscribe();
+    expect(received).toEqual(sent);
+  });
+
   it('answers ping', async () => {
     await expect(store.ping()).resolves.toBeUndefined();
   });
