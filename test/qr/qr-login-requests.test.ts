@@ -57,6 +57,18 @@ describe('QrLoginRequests', () => {
     expect(results.filter((result) => !result.ok && result.reason === 'code_used' && result.grantId === grantId)).toHaveLength(99);
   });
 
+  it('refuses a code once its validity has passed', async () => {
+    const record = await create();
+    await requests.transition(record.authCode, 'scanned', 'alice', 1);
+    const confirmed = await requests.transition(record.authCode, 'confirmed', 'alice', 1);
+    const code = confirmed.ok ? confirmed.record.code! : '';
+    const ttl = await redis.store.ttlMillis(`qr:code:{${code}}`);
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(1000);
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    expect(await requests.redeemCode(code, 'shop')).toEqual({ ok: false, reason: 'invalid_code' });
+  });
+
   it('refuses to redeem a code for another appid', async () => {
     const record = await create();
     await requests.transition(record.authCode, 'scanned', 'alice', 300);
