@@ -1,4 +1,5 @@
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { hashSlot } from '../../lib/store';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -133,26 +134,13 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
 }
 
 /**
- * The Redis Cluster hash slot of a key: CRC16 (XMODEM) of the key, or of its first non-empty `{…}` hash tag,
- * modulo 16384. Written out here so the check does not trust the client library it is checking.
+ * The Redis Cluster hash slot of a key: the kit's own `hashSlot`, re-exported for the cluster tests, which check it
+ * against the server's `CLUSTER KEYSLOT`.
  *
  * @example
  * keySlot('qr:{abc}:state') === keySlot('qr:{abc}:code'); // true
  */
-export function keySlot(key: string): number {
-  const open = key.indexOf('{');
-  let hashed = key;
-  if (open !== -1) {
-    const close = key.indexOf('}', open + 1);
-    if (close > open + 1) hashed = key.slice(open + 1, close);
-  }
-  let crc = 0;
-  for (const byte of Buffer.from(hashed)) {
-    crc ^= byte << 8;
-    for (let bit = 0; bit < 8; bit += 1) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
-  }
-  return crc % 16384;
-}
+export const keySlot = hashSlot;
 
 /** One command seen by {@link recordKeySlots}: its name, the keys it touched and their hash slots. */
 export interface RecordedCommand {
