@@ -1,5 +1,6 @@
 import { RedisStore as ConnectRedisStore } from 'connect-redis';
 import session, { type SessionData } from 'express-session';
+import { BatchedGet } from '../store/batched-get';
 import type { KeyValueStore, RedisClient } from '../store';
 import type { Request } from 'express';
 import { rememberSavedText, savedTextOf, type EngineStore, type LoadedSession } from './session-engine';
@@ -220,19 +221,21 @@ function keepSavedText<T extends object>(created: T, data: SessionData): T {
 export class SsoRedisSessionStore extends ConnectRedisStore implements EngineStore {
   private readonly redis: RedisClient;
   private readonly hooks: SessionStoreHooks;
+  private readonly reads: BatchedGet;
 
   constructor(redis: RedisClient, keyPrefix: string, hooks: SessionStoreHooks) {
     super({ client: redis, prefix: keyPrefix, disableTouch: true, serializer: lenientJson });
     this.redis = redis;
     this.hooks = hooks;
+    this.reads = new BatchedGet(redis);
     // The idle timer is refreshed by re-saving, never by a separate EXPIRE per request.
     Object.defineProperty(this, 'touch', { value: undefined, enumerable: false });
     if (!('ssoSessionCompareAndSet' in redis)) redis.defineCommand('ssoSessionCompareAndSet', { numberOfKeys: 1, lua: SESSION_COMPARE_AND_SET });
   }
 
   loadLive(sessionId: string): Promise<LoadedSession | null> {
-    // The hot path: one GET and one JSON.parse in a single promise step.
-    return this.redis.get(this.prefix + sessionId).then((text) => keepIfLive(text, this.hooks, sessionId, () => super.destroy(sessionId)));
+    // The hot path: one GET (sent with the other reads of this turn) and one JSON.parse in a single promise step.
+    return this.reads.get(this.prefix + sessionId).then((text) => keepIfLive(text, this.hooks, sessionId, () => super.destroy(sessionId)));
   }
 
   override get(sessionId: string, callback?: StoreCallback): Promise<unknown> {

@@ -178,7 +178,7 @@ function resolveOptions(options: SsoSessionOptions): ResolvedOptions {
 /**
  * The shared session of the parent domain: express-session sessions stored through connect-redis (read and
  * written by the kit's lean engine, see `session-engine.ts`), a cookie scoped to
- * `cookieDomain` (HttpOnly, Secure, SameSite=Lax), an idle timeout refreshed lazily (one Redis GET per request,
+ * `cookieDomain` (HttpOnly, Secure, SameSite=Lax), an idle timeout refreshed lazily (one Redis read per request,
  * a write only every `touchAfterSeconds`) and an absolute lifetime. A store outage answers 503, never "logged
  * out". Sets `req.sso` for the kit's other functions and `req.user` for a logged-in session.
  *
