@@ -146,9 +146,13 @@ export class QrLoginRequests {
       const result = applyTransition(record, to, userId, now, () => randomToken(24));
       if (!result.ok) return result;
       if (!(await this.store.compareAndSet(key, raw, JSON.stringify(result.record)))) continue;
+      const written = [key];
       if (result.record.status === 'confirmed' && result.record.code) {
         await this.saveCode(result.record, userId, codeValiditySeconds);
+        written.push(QrLoginRequests.codeKey(result.record.code));
       }
+      // The phone is told "done" only once the decision would survive a failover (with waitForReplicas).
+      await this.store.confirmWrites(written);
       await this.publish(authCode, { status: result.record.status, at: now });
       return { ok: true, record: result.record };
     }

@@ -97,5 +97,15 @@ export async function establishLogin(req: Request, user: LoginUser, options: Est
   } finally {
     clearFreshLogin(fresh);
   }
+  try {
+    await runtime.manager.confirmSessionWrites(req.sessionID, sessionUser.id, tags);
+  } catch (error) {
+    // Not confirmed, so not acknowledged: no cookie for it. The record may exist on the master; remove it if we can.
+    const unconfirmedId = req.sessionID;
+    req.sessionStore.generate(req);
+    await promised((done) => req.sessionStore.destroy(unconfirmedId, done)).catch(() => undefined);
+    await runtime.manager.unindex(unconfirmedId, sessionUser.id, tags);
+    throw error;
+  }
   req.user = sessionUser;
 }

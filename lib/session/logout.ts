@@ -30,9 +30,11 @@ export async function logout(req: Request, res: Response): Promise<void> {
   const userId = current?.user?.id;
   const tags = current?.meta?.tags;
   if (current) await destroyCurrent(current);
-  clearSessionCookie(runtime, res);
   req.user = undefined;
   if (userId !== undefined && sessionId) await runtime.manager.unindex(sessionId, userId, tags);
+  // Confirmed before the cookie goes: on a 503 the browser keeps it and can send the logout again.
+  if (sessionId) await runtime.manager.confirmSessionWrites(sessionId, userId, tags);
+  clearSessionCookie(runtime, res);
 }
 
 /**

@@ -97,6 +97,16 @@ export class KitSessionManager implements SessionManager {
     if (ended.length > 0) await this.store.removeFromSet(indexKey, ended);
   }
 
+  /**
+   * Confirms a login or logout of one session (its record and index entries) before it is acknowledged: with a
+   * `RedisStore` that has `waitForReplicas`, replicas must hold it (503 otherwise); a no-op without.
+   */
+  async confirmSessionWrites(sessionId: string, userId: string | undefined, tags: readonly string[] = []): Promise<void> {
+    const keys = [this.sessionKey(sessionId)];
+    if (userId !== undefined) keys.push(KitSessionManager.userKey(userId), ...tags.map((tag) => KitSessionManager.tagKey(tag)));
+    await guarded(this.store.confirmWrites(keys));
+  }
+
   /** Removes a session from its indexes. Best effort: listings drop ids whose session is gone anyway. */
   async unindex(sessionId: string, userId: string | undefined, tags: readonly string[] = []): Promise<void> {
     if (userId === undefined) return;
@@ -158,6 +168,7 @@ export class KitSessionManager implements SessionManager {
         const data = await this.readLive(sessionId);
         const removed = await this.store.delete(this.sessionKey(sessionId));
         await this.unindex(sessionId, userId, data?.meta?.tags);
+        await this.store.confirmWrites([this.sessionKey(sessionId), KitSessionManager.userKey(userId)]);
         return removed > 0 && data !== undefined;
       })(),
     );
@@ -167,6 +178,7 @@ export class KitSessionManager implements SessionManager {
     const ids = await this.store.members(indexKey);
     const removed = ids.length === 0 ? 0 : await this.store.delete(...ids.map((id) => this.sessionKey(id)));
     await this.store.delete(indexKey);
+    await this.store.confirmWrites([...ids.map((id) => this.sessionKey(id)), indexKey]);
     return removed;
   }
 

@@ -161,6 +161,11 @@ export class MemoryStore implements KeyValueStore {
     };
   }
 
+  /** Nothing to wait for: one process holds the only copy. */
+  async confirmWrites(_keys: readonly string[]): Promise<void> {
+    return undefined;
+  }
+
   async ping(): Promise<void> {
     // Always reachable: it lives in this process.
   }

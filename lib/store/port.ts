@@ -41,6 +41,14 @@ export interface KeyValueStore {
   /** Subscribes to a channel; resolves once the subscription is active, to a function that ends it. */
   subscribe(channel: string, listener: (message: string) => void): Promise<() => Promise<void>>;
 
+  /**
+   * Called after a write the caller is about to acknowledge (a login, a logout, a QR confirmation, a refresh-token
+   * rotation), with the keys it wrote. On a `RedisStore` with `waitForReplicas` it waits until that many replicas
+   * hold every earlier write of the connection (Redis `WAIT`) and rejects with {@link StoreUnavailableError} when
+   * fewer acknowledge in time, so an acknowledged write survives a failover. Otherwise it resolves at once.
+   */
+  confirmWrites(keys: readonly string[]): Promise<void>;
+
   /** Resolves when the store answers; rejects with {@link StoreUnavailableError} otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;

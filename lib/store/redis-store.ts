@@ -10,6 +10,45 @@ export interface RedisStoreOptions {
    * other's keys. Must not contain `{` or `}` (it would break Cluster hash tags). Default `sso:`.
    */
   prefix?: string;
+  /**
+   * Make the kit's critical writes (login, logout, QR confirmation, refresh-token issue and rotation) durable
+   * before they are acknowledged: after each, `WAIT replicas timeoutMs` on the connection that wrote them, and a
+   * 503 when fewer replicas than `replicas` acknowledged in time. Redis replication is asynchronous; without this a
+   * write acknowledged just before the master dies can be lost in a Sentinel or Cluster failover. `WAIT` holds the
+   * connection's later commands until it returns, so keep `timeoutMs` short (default 500) and below the client's
+   * `commandTimeout`. Default: off.
+   */
+  waitForReplicas?: { replicas: number; timeoutMs?: number };
+}
+
+/** How {@link RedisStore} waits for replicas after a critical write. */
+interface ReplicaWait {
+  replicas: number;
+  timeoutMs: number;
+}
+
+function commandTimeoutOf(client: RedisClient): number | undefined {
+  return isCluster(client) ? client.options.redisOptions?.commandTimeout : client.options.commandTimeout;
+}
+
+function resolveReplicaWait(option: RedisStoreOptions['waitForReplicas'], client: RedisClient): ReplicaWait | undefined {
+  if (option === undefined) return undefined;
+  if (typeof option !== 'object' || option === null) throw new TypeError('RedisStore: waitForReplicas must be { replicas, timeoutMs? }, e.g. { replicas: 1, timeoutMs: 500 }');
+  const { replicas } = option;
+  const timeoutMs = option.timeoutMs ?? 500;
+  if (!Number.isInteger(replicas) || replicas < 1) {
+    throw new TypeError(`RedisStore: waitForReplicas.replicas must be a whole number of replicas of at least 1, got ${String(replicas)}`);
+  }
+  if (!Number.isInteger(timeoutMs) || timeoutMs < 1) {
+    throw new TypeError(`RedisStore: waitForReplicas.timeoutMs must be a positive whole number of milliseconds, got ${String(option.timeoutMs)}`);
+  }
+  const commandTimeout = commandTimeoutOf(client);
+  if (commandTimeout !== undefined && timeoutMs >= commandTimeout) {
+    throw new TypeError(
+      `RedisStore: waitForReplicas.timeoutMs (${timeoutMs}) must be below the client's commandTimeout (${commandTimeout}), or WAIT would time out as an outage`,
+    );
+  }
+  return { replicas, timeoutMs };
 }
 
 // Reply errors that mean "this node cannot serve right now" rather than "your command is wrong".
@@ -60,6 +99,7 @@ export class RedisStore implements KeyValueStore {
   private subscriber: RedisClient | undefined;
   private subscriberReady: Promise<RedisClient> | undefined;
   private readonly listeners = new Map<string, Set<(message: string) => void>>();
+  private readonly replicaWait: ReplicaWait | undefined;
 
   constructor(client: RedisClient | string | RedisConnectionOptions, options: RedisStoreOptions = {}) {
     const prefix = options.prefix ?? 'sso:';
@@ -72,6 +112,13 @@ export class RedisStore implements KeyValueStore {
     this.client.on('error', () => {
       // Connection errors surface on the commands that fail (mapped to 503); an unhandled 'error' event would crash.
     });
+    try {
+      this.replicaWait = resolveReplicaWait(options.waitForReplicas, this.client);
+    } catch (error) {
+      // A store that cannot be made must not leave its connection reconnecting in the background.
+      if (this.ownsClient) this.client.disconnect();
+      throw error;
+    }
     for (const [name, lua] of [['ssoCompareAndSet', COMPARE_AND_SET], ['ssoIncrementInWindow', INCREMENT_IN_WINDOW]] as const) {
       if (!(name in this.client)) this.client.defineCommand(name, { numberOfKeys: 1, lua });
     }
@@ -171,18 +218,29 @@ export class RedisStore implements KeyValueStore {
 
   async publish(channel: string, message: string): Promise<void> {
     const fullChannel = this.key(channel);
-    await this.run(() => this.publisherFor(fullChannel).publish(fullChannel, message));
+    // A Cluster client sends PUBLISH to a random node, and messages that enter the cluster at different nodes can
+    // reach a subscriber out of order (a QR login's `scanned` after its `confirmed`); one node keeps their order.
+    await this.run(() => this.connectionOwning(fullChannel).publish(fullChannel, message));
   }
 
-  /**
-   * On a Cluster, the master that owns the channel's hash slot; elsewhere the client itself. A Cluster client sends
-   * PUBLISH to a random node, and messages that enter the cluster at different nodes can reach a subscriber out of
-   * order (a QR login's `scanned` after its `confirmed`); entering at one node keeps the order they were sent in.
-   */
-  private publisherFor(channel: string): RedisClient {
+  async confirmWrites(keys: readonly string[]): Promise<void> {
+    const wait = this.replicaWait;
+    if (wait === undefined) return;
+    // WAIT counts the writes of the connection it is sent on: on a Cluster, the connection to each master that
+    // received one of the keys; elsewhere the one connection every command of this store travels on.
+    const connections = isCluster(this.client) ? [...new Set(keys.map((key) => this.connectionOwning(this.key(key))))] : [this.client];
+    const acknowledged = await this.run(() => Promise.all(connections.map((connection) => connection.wait(wait.replicas, wait.timeoutMs))));
+    const fewest = Math.min(...acknowledged);
+    if (fewest < wait.replicas) {
+      throw new StoreUnavailableError(`only ${fewest} of ${wait.replicas} Redis replicas acknowledged the write within ${wait.timeoutMs} ms`);
+    }
+  }
+
+  /** On a Cluster, the connection to the master that owns the key's (or channel's) hash slot; elsewhere the client. */
+  private connectionOwning(key: string): RedisClient {
     const client = this.client;
     if (!isCluster(client)) return client;
-    const owner = client.slots[hashSlot(channel)]?.[0];
+    const owner = client.slots[hashSlot(key)]?.[0];
     if (owner === undefined) return client;
     const node = client.nodes('master').find((candidate) => `${candidate.options.host}:${candidate.options.port}` === owner);
     return node ?? client;

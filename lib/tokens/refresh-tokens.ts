@@ -136,14 +136,14 @@ export class RefreshTokens {
     const familyId = randomUUID();
     await this.store.set(`rtf:{${familyId}}`, FAMILY_ACTIVE, this.ttlSeconds);
     if (grantId !== undefined) await this.store.addToSet(`grant:{${grantId}}:families`, [familyId], this.ttlSeconds);
-    return this.mint({
+    return this.mintConfirmed({
       familyId,
       familyCreatedAt: Date.now(),
       clientId,
       subject: input.subject,
       ...(input.scope !== undefined ? { scope: input.scope } : {}),
       ...(grantId !== undefined ? { grantId } : {}),
-    });
+    }, grantId === undefined ? [] : [`grant:{${grantId}}:families`]);
   }
 
   /**
@@ -183,7 +183,11 @@ export class RefreshTokens {
     await this.store.expire(`rtf:{${record.familyId}}`, this.ttlSeconds);
     const { familyId, subject, scope, grantId } = record;
     const familyCreatedAt = typeof record.familyCreatedAt === 'number' ? record.familyCreatedAt : record.issuedAt;
-    return this.mint({ familyId, familyCreatedAt, clientId, subject, ...(scope !== undefined ? { scope } : {}), ...(grantId !== undefined ? { grantId } : {}) });
+    return this.mintConfirmed(
+      { familyId, familyCreatedAt, clientId, subject, ...(scope !== undefined ? { scope } : {}), ...(grantId !== undefined ? { grantId } : {}) },
+      // The consumed token: its deletion must survive too, or a failover would make it redeemable again.
+      [`rt:{${hash}}`],
+    );
   }
 
   /**
@@ -256,5 +260,16 @@ export class RefreshTokens {
     await this.store.set(`rt:{${hash}}`, JSON.stringify(record), lifetimeSeconds);
     await this.store.addToSet(`rtf:{${record.familyId}}:tokens`, [hash], this.ttlSeconds);
     return { token, expiresIn: lifetimeSeconds, record };
+  }
+
+  /**
+   * Issues (or rotates to) a token and returns it only once the writes are confirmed (see
+   * `KeyValueStore.confirmWrites`): a client must never hold a token that a failover could take back.
+   */
+  private async mintConfirmed(base: Omit<RefreshTokenRecord, 'issuedAt' | 'expiresAt'>, alsoWritten: readonly string[]): Promise<IssuedRefreshToken> {
+    const issued = await this.mint(base);
+    const hash = hashToken(issued.token);
+    await this.store.confirmWrites([`rt:{${hash}}`, `rt:{${hash}}:family`, `rtf:{${base.familyId}}`, `rtf:{${base.familyId}}:tokens`, ...alsoWritten]);
+    return issued;
   }
 }

@@ -3,7 +3,7 @@ import { Agent, request as httpRequest, type IncomingHttpHeaders, type Server } 
 import type { AddressInfo } from 'node:net';
 import express, { type Express } from 'express';
 import { errorHandler, type ErrorLogEntry } from '../../lib/http';
-import { establishLogin, requireSession, ssoSession, type SsoSessionOptions } from '../../lib/session';
+import { establishLogin, logout, requireSession, ssoSession, type SsoSessionOptions } from '../../lib/session';
 import type { KeyValueStore } from '../../lib/store';
 
 /** The parent domain the test apps share their cookie on. */
@@ -32,6 +32,8 @@ export interface SsoApps {
   shopUrl: string;
   /** Logs `userId` in at the auth app and returns the `Cookie` header value to send. */
   login(userId: string): Promise<string>;
+  /** POST /logout on the auth app with a cookie; resolves to the answer, whatever its status. */
+  logout(cookie: string): Promise<PlainResponse>;
   /** GET `path` on one app with a cookie, as a browser on that app's host would. */
   get(app: 'auth' | 'shop', path: string, cookie?: string): Promise<PlainResponse>;
   /** What `errorHandler` logged (every 5xx), instead of printing it. */
@@ -41,8 +43,9 @@ export interface SsoApps {
 }
 
 /**
- * An app of the parent domain: `POST /login/:id` (only with `withLogin`) logs the user in directly through
- * `establishLogin`, `GET /me` answers the user behind `requireSession`, errors go through `errorHandler`.
+ * An app of the parent domain: `POST /login/:id` and `POST /logout` (only with `withLogin`) log the user in
+ * directly through `establishLogin` and out through `logout`, `GET /me` answers the user behind `requireSession`,
+ * errors go through `errorHandler`.
  *
  * @example
  * const app = sessionApp(store, secret, true);
@@ -73,6 +76,17 @@ export function sessionApp(
   app.get('/me', requireSession(), (req, res) => {
     res.json({ id: req.user!.id, name: req.user!.name });
   });
+  if (withLogin) {
+    // After GET /me, so the benchmark's requests match their route as before.
+    app.post('/logout', async (req, res, next) => {
+      try {
+        await logout(req, res);
+        res.status(204).end();
+      } catch (error) {
+        next(error);
+      }
+    });
+  }
   app.use(errorHandler(serverErrors ? { log: (entry) => serverErrors.push(entry) } : {}));
   return app;
 }
@@ -152,6 +166,9 @@ export async function startSsoApps(options: SsoAppsOptions): Promise<SsoApps> {
       const setCookie = (res.headers['set-cookie'] ?? []).find((line) => line.startsWith('sso.sid='));
       if (res.status !== 204 || !setCookie) throw new Error(`login of ${userId} answered ${res.status}: ${res.body}`);
       return setCookie.split(';')[0]!;
+    },
+    logout(cookie) {
+      return plainRequest(agent, 'POST', `${auth.url}/logout`, hosts.auth, cookie);
     },
     get(app, path, cookie) {
       return plainRequest(agent, 'GET', `${urls[app]}${path}`, hosts[app], cookie);
