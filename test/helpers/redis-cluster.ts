@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import Redis, { type Cluster } from 'ioredis';
-import { freePort } from './redis';
+import { freePort, isPortFree } from './redis';
 
 const run = promisify(execFile);
 
@@ -90,7 +90,7 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
     for (let index = 0; index < masters; index += 1) {
       // Ports are picked one by one right before use; a node's cluster bus listens on port + 10000.
       let port = await freePort();
-      while (port + 10_000 > 65_535 || ports.includes(port)) port = await freePort();
+      while (ports.includes(port) || !(await isPortFree(port + 10_000))) port = await freePort();
       ports.push(port);
       const child = spawn(
         'redis-server',

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
 import { connect, createServer } from 'node:net';
 import Redis, { Cluster } from 'ioredis';
 import { createRedisConnection, RedisStore, type RedisClient } from '../../lib/store';
@@ -82,17 +82,29 @@ export async function deleteByPrefix(client: RedisClient, prefix: string): Promi
   for (const key of await keysByPrefix(client, prefix)) await client.del(key);
 }
 
-/** A port nobody listens on right now. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/** True when nothing listens on `port` of the loopback address right now. */
+export function isPortFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = createServer();
     server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
+}
+
+// Test servers take random ports below the kernel's ephemeral range (32768 and up on Linux), with their Cluster bus
+// ports (+10000) below it too. A port from `listen(0)` is ephemeral: the kernel hands recently released ones out
+// again, so a node that a test stops and restarts on its port could find another test's server there.
+const TEST_PORTS_FROM = 10_000;
+const TEST_PORTS_COUNT = 10_000;
+
+/** A random port in the tests' range that nobody listens on right now. */
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 200; attempt += 1) {
+    const port = TEST_PORTS_FROM + randomInt(TEST_PORTS_COUNT);
+    if (await isPortFree(port)) return port;
+  }
+  throw new Error(`no free port found in ${TEST_PORTS_FROM}-${TEST_PORTS_FROM + TEST_PORTS_COUNT - 1} after 200 tries`);
 }
 
 /** A private redis-server the test starts, stops and restarts (on the same port) to simulate outages. */
