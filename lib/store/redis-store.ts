@@ -16,24 +16,38 @@ export interface RedisStoreOptions {
    * 503 when fewer replicas than `replicas` acknowledged in time. Redis replication is asynchronous; without this a
    * write acknowledged just before the master dies can be lost in a Sentinel or Cluster failover. `WAIT` holds the
    * connection's later commands until it returns, so keep `timeoutMs` short (default 500) and below the client's
-   * `commandTimeout`. Default: off.
+   * `commandTimeout`. Default: `{ replicas: 1 }` on a connection through Sentinel (a deployment built for failover,
+   * which has a replica to wait for), off otherwise; `false` turns it off.
    */
-  waitForReplicas?: { replicas: number; timeoutMs?: number };
+  waitForReplicas?: { replicas: number; timeoutMs?: number } | false;
 }
 
-/** How {@link RedisStore} waits for replicas after a critical write. */
-interface ReplicaWait {
-  replicas: number;
-  timeoutMs: number;
+/** How {@link RedisStore} waits for replicas after a critical write (`RedisStore#waitForReplicas`). */
+export interface ReplicaWait {
+  readonly replicas: number;
+  readonly timeoutMs: number;
+}
+
+function isSentinelConnection(client: RedisClient): boolean {
+  return !isCluster(client) && Array.isArray(client.options.sentinels) && client.options.sentinels.length > 0;
 }
 
 function commandTimeoutOf(client: RedisClient): number | undefined {
   return isCluster(client) ? client.options.redisOptions?.commandTimeout : client.options.commandTimeout;
 }
 
-function resolveReplicaWait(option: RedisStoreOptions['waitForReplicas'], client: RedisClient): ReplicaWait | undefined {
-  if (option === undefined) return undefined;
-  if (typeof option !== 'object' || option === null) throw new TypeError('RedisStore: waitForReplicas must be { replicas, timeoutMs? }, e.g. { replicas: 1, timeoutMs: 500 }');
+function resolveReplicaWait(given: RedisStoreOptions['waitForReplicas'], client: RedisClient): ReplicaWait | undefined {
+  if (given === false) return undefined;
+  const commandTimeout = commandTimeoutOf(client);
+  let option = given;
+  if (option === undefined) {
+    if (!isSentinelConnection(client)) return undefined;
+    // Half the command timeout at most, so a WAIT that runs out is a refusal and never looks like an outage.
+    option = { replicas: 1, timeoutMs: commandTimeout === undefined ? 500 : Math.max(1, Math.min(500, Math.floor(commandTimeout / 2))) };
+  }
+  if (typeof option !== 'object' || option === null) {
+    throw new TypeError('RedisStore: waitForReplicas must be { replicas, timeoutMs? } or false, e.g. { replicas: 1, timeoutMs: 500 }');
+  }
   const { replicas } = option;
   const timeoutMs = option.timeoutMs ?? 500;
   if (!Number.isInteger(replicas) || replicas < 1) {
@@ -42,7 +56,6 @@ function resolveReplicaWait(option: RedisStoreOptions['waitForReplicas'], client
   if (!Number.isInteger(timeoutMs) || timeoutMs < 1) {
     throw new TypeError(`RedisStore: waitForReplicas.timeoutMs must be a positive whole number of milliseconds, got ${String(option.timeoutMs)}`);
   }
-  const commandTimeout = commandTimeoutOf(client);
   if (commandTimeout !== undefined && timeoutMs >= commandTimeout) {
     throw new TypeError(
       `RedisStore: waitForReplicas.timeoutMs (${timeoutMs}) must be below the client's commandTimeout (${commandTimeout}), or WAIT would time out as an outage`,
@@ -99,7 +112,8 @@ export class RedisStore implements KeyValueStore {
   private subscriber: RedisClient | undefined;
   private subscriberReady: Promise<RedisClient> | undefined;
   private readonly listeners = new Map<string, Set<(message: string) => void>>();
-  private readonly replicaWait: ReplicaWait | undefined;
+  /** The replica wait in effect after critical writes, or undefined when they are acknowledged without one. */
+  readonly waitForReplicas: ReplicaWait | undefined;
 
   constructor(client: RedisClient | string | RedisConnectionOptions, options: RedisStoreOptions = {}) {
     const prefix = options.prefix ?? 'sso:';
@@ -113,7 +127,7 @@ export class RedisStore implements KeyValueStore {
       // Connection errors surface on the commands that fail (mapped to 503); an unhandled 'error' event would crash.
     });
     try {
-      this.replicaWait = resolveReplicaWait(options.waitForReplicas, this.client);
+      this.waitForReplicas = resolveReplicaWait(options.waitForReplicas, this.client);
     } catch (error) {
       // A store that cannot be made must not leave its connection reconnecting in the background.
       if (this.ownsClient) this.client.disconnect();
@@ -224,7 +238,7 @@ export class RedisStore implements KeyValueStore {
   }
 
   async confirmWrites(keys: readonly string[]): Promise<void> {
-    const wait = this.replicaWait;
+    const wait = this.waitForReplicas;
     if (wait === undefined) return;
     // WAIT counts the writes of the connection it is sent on: on a Cluster, the connection to each master that
     // received one of the keys; elsewhere the one connection every command of this store travels on.

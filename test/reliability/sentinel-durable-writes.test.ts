@@ -43,7 +43,8 @@ describe('acknowledged writes across a Sentinel failover while the replica lags'
     durableClient = createRedisConnection({ sentinel });
     plainClient = createRedisConnection({ sentinel });
     durableStore = new RedisStore(durableClient, { prefix: testPrefix('durable'), waitForReplicas: { replicas: 1, timeoutMs: 1000 } });
-    plainStore = new RedisStore(plainClient, { prefix: testPrefix('plain') });
+    // Through Sentinel the store waits for a replica unless told otherwise.
+    plainStore = new RedisStore(plainClient, { prefix: testPrefix('plain'), waitForReplicas: false });
     durable = await startSsoApps({ store: durableStore });
     plain = await startSsoApps({ store: plainStore });
   }, 40_000);

@@ -100,6 +100,18 @@ describe('RedisStore waitForReplicas', () => {
     await expect(new MemoryStore().confirmWrites(['x'])).resolves.toBeUndefined();
   });
 
+  it('waits for one replica by default on a connection through Sentinel, and not with false or a direct URL', () => {
+    const throughSentinel = createRedisConnection({ sentinel: { sentinels: [{ host: '127.0.0.1', port: master.port }], name: 'unused' }, redisOptions: { lazyConnect: true } });
+    try {
+      expect(new RedisStore(throughSentinel).waitForReplicas).toEqual({ replicas: 1, timeoutMs: 500 });
+      expect(new RedisStore(throughSentinel, { waitForReplicas: false }).waitForReplicas).toBeUndefined();
+      expect(new RedisStore(throughSentinel, { waitForReplicas: { replicas: 2, timeoutMs: 900 } }).waitForReplicas).toEqual({ replicas: 2, timeoutMs: 900 });
+    } finally {
+      throughSentinel.disconnect();
+    }
+    expect(plain.waitForReplicas).toBeUndefined();
+  });
+
   it('validates the option when the store is made', () => {
     expect(() => new RedisStore(master.url, { waitForReplicas: { replicas: 0 } })).toThrow(
       'RedisStore: waitForReplicas.replicas must be a whole number of replicas of at least 1, got 0',
