@@ -38,7 +38,9 @@ describe('acknowledged writes across a Sentinel failover while the replica lags'
   let plain: SsoApps;
 
   beforeAll(async () => {
-    harness = await startRedisSentinel({ downAfterMs: 1000, failoverTimeoutMs: 3000 });
+    // A busy test machine can stall a node for over a second; a longer down-after keeps the sentinels from failing
+    // over a second time, to the old master just restarted and still empty.
+    harness = await startRedisSentinel({ downAfterMs: 3000, failoverTimeoutMs: 6000 });
     const sentinel = { sentinels: harness.sentinels, name: harness.name };
     durableClient = createRedisConnection({ sentinel });
     plainClient = createRedisConnection({ sentinel });
@@ -81,11 +83,24 @@ describe('acknowledged writes across a Sentinel failover while the replica lags'
   }
 
   /** Kills the master, waits for the stale replica's promotion, restarts the old master as its replica. */
+  /** Resolves once every sentinel names `port` as the master. */
+  const sentinelsAgreeOn = async (port: number): Promise<boolean> => {
+    const views = await Promise.all(
+      harness.sentinels.map((sentinel) => onNode(sentinel.port, (client) => client.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', harness.name))),
+    );
+    return views.every((view) => Array.isArray(view) && Number(view[1]) === port);
+  };
+
+  /**
+   * Kills the master, waits for the stale replica's promotion, restarts the old master as its replica, and waits
+   * until all sentinels agree and the replica is in sync, so the next step starts from one settled topology.
+   */
   async function failOver(): Promise<void> {
     const master = await harness.currentMaster();
     await master.stop();
-    await harness.waitForFailover(master.port, 30_000);
+    const promoted = await harness.waitForFailover(master.port, 30_000);
     await master.start();
+    await until(() => sentinelsAgreeOn(promoted), 'every sentinel naming the promoted master');
     await until(replicated, 'the old master rejoining as a replica');
   }
 
