@@ -16,13 +16,17 @@ export function kitBearerCases(): BenchCase<BearerFixtures>[] {
     {
       name: 'kit-hs256',
       description: 'requireBearer({ secret, algorithms: [HS256], issuer, audience })',
-      app: ({ secret, issuer, audience }) => ({ app: protectedApp(requireBearer({ secret, algorithms: ['HS256'], issuer, audience }), subjectOf) }),
+      app: ({ secret, issuer, audience }) => ({
+        app: protectedApp(requireBearer({ secret, algorithms: ['HS256'], issuer, audience }), subjectOf),
+      }),
       requests: (_url, { hsTokens }) => tokenRequests(hsTokens),
     },
     {
       name: 'kit-rs256-jwks',
       description: 'requireBearer({ jwksUri, algorithms: [RS256], issuer, audience })',
-      app: ({ jwksUri, issuer, audience }) => ({ app: protectedApp(requireBearer({ jwksUri, algorithms: ['RS256'], issuer, audience }), subjectOf) }),
+      app: ({ jwksUri, issuer, audience }) => ({
+        app: protectedApp(requireBearer({ jwksUri, algorithms: ['RS256'], issuer, audience }), subjectOf),
+      }),
       requests: (_url, { rsTokens }) => tokenRequests(rsTokens),
     },
     {

@@ -90,7 +90,12 @@ export async function runQrLoginBench(options: QrLoginBenchOptions = {}): Promis
       apps: [{ appid: 'shop', secretHash: hashAppSecret(appSecret), name: 'Shop', redirectUris: [redirectUri] }],
       users: { findById: async (id) => ({ id, name: `User ${id}` }) },
       tokens: qrTokenIssuer(tokenService),
-      authenticateApp: requireBearer({ secret: phoneSecret, algorithms: ['HS256'], issuer: 'https://idp.example.test', audience: 'phone-app' }),
+      authenticateApp: requireBearer({
+        secret: phoneSecret,
+        algorithms: ['HS256'],
+        issuer: 'https://idp.example.test',
+        audience: 'phone-app',
+      }),
       rateLimits: false,
     }),
   );
@@ -100,7 +105,12 @@ export async function runQrLoginBench(options: QrLoginBenchOptions = {}): Promis
   });
   const port = (server.address() as { port: number }).port;
   const base = `http://127.0.0.1:${port}`;
-  const phoneToken = jwt.sign({ sub: 'bench-user' }, phoneSecret, { algorithm: 'HS256', issuer: 'https://idp.example.test', audience: 'phone-app', expiresIn: 3600 });
+  const phoneToken = jwt.sign({ sub: 'bench-user' }, phoneSecret, {
+    algorithm: 'HS256',
+    issuer: 'https://idp.example.test',
+    audience: 'phone-app',
+    expiresIn: 3600,
+  });
   const samples: Record<Step, number[]> = { create: [], scan: [], confirm: [], redirect: [], exchange: [], userinfo: [] };
   let failures = 0;
 
@@ -122,14 +132,23 @@ export async function runQrLoginBench(options: QrLoginBenchOptions = {}): Promis
     }).then((res) => expectStatus(res, 200));
 
   const oneLogin = async (): Promise<void> => {
-    const query = new URLSearchParams({ appid: 'shop', redirect_uri: redirectUri, response_type: 'code', scope: 'snsapi_login', state: 'bench', format: 'json' });
+    const query = new URLSearchParams({
+      appid: 'shop',
+      redirect_uri: redirectUri,
+      response_type: 'code',
+      scope: 'snsapi_login',
+      state: 'bench',
+      format: 'json',
+    });
     const created = await timed('create', () => fetch(`${base}/sns/oauth2/qrconnect?${query}`).then((res) => expectStatus(res, 201)));
     const links = (await created.json()) as { qr_url: string; redirection_url: string };
     const binding = (created.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
     const authCode = /qr-logins\/([^/]+)\//.exec(links.qr_url)?.[1] ?? '';
     await timed('scan', () => patch(authCode, 'scanned'));
     await timed('confirm', () => patch(authCode, 'confirmed'));
-    const redirected = await timed('redirect', () => fetch(links.redirection_url, { headers: { cookie: binding }, redirect: 'manual' }).then((res) => expectStatus(res, 302)));
+    const redirected = await timed('redirect', () =>
+      fetch(links.redirection_url, { headers: { cookie: binding }, redirect: 'manual' }).then((res) => expectStatus(res, 302)),
+    );
     const code = new URL(redirected.headers.get('location') ?? '').searchParams.get('code') ?? '';
     const exchanged = await timed('exchange', () =>
       fetch(`${base}/sns/oauth2/access_token`, {
@@ -140,7 +159,9 @@ export async function runQrLoginBench(options: QrLoginBenchOptions = {}): Promis
     );
     const tokens = (await exchanged.json()) as { access_token: string; openid: string };
     await timed('userinfo', () =>
-      fetch(`${base}/sns/userinfo?openid=${tokens.openid}`, { headers: { authorization: `Bearer ${tokens.access_token}` } }).then((res) => expectStatus(res, 200)),
+      fetch(`${base}/sns/userinfo?openid=${tokens.openid}`, { headers: { authorization: `Bearer ${tokens.access_token}` } }).then((res) =>
+        expectStatus(res, 200),
+      ),
     );
   };
 
@@ -188,7 +209,9 @@ export function formatQrLoginBench(result: QrLoginBenchResult): string {
     `complete logins per second: ${result.loginsPerSecond.toFixed(1)}`,
     '',
     'step       p50 ms   p99 ms   mean ms',
-    ...result.steps.map((s) => `${s.step.padEnd(9)} ${s.p50.toFixed(2).padStart(7)}  ${s.p99.toFixed(2).padStart(7)}  ${s.mean.toFixed(2).padStart(8)}`),
+    ...result.steps.map(
+      (s) => `${s.step.padEnd(9)} ${s.p50.toFixed(2).padStart(7)}  ${s.p99.toFixed(2).padStart(7)}  ${s.mean.toFixed(2).padStart(8)}`,
+    ),
   ];
   return lines.join('\n');
 }

@@ -8,7 +8,11 @@ import { formatQrLoginBench, runQrLoginBench } from './qr-login';
  * @example
  * const markdown = await qrLoginSection({ logins: 300, concurrency: 16 });
  */
-export async function qrLoginSection(options: { logins: number; concurrency: number; redisUrl: string }): Promise<{ text: string; markdown: string }> {
+export async function qrLoginSection(options: {
+  logins: number;
+  concurrency: number;
+  redisUrl: string;
+}): Promise<{ text: string; markdown: string }> {
   const result = await runQrLoginBench(options);
   const text = formatQrLoginBench(result);
   const rows = result.steps.map((step) => `| ${step.step} | ${step.p50.toFixed(2)} | ${step.p99.toFixed(2)} | ${step.mean.toFixed(2)} |`);

@@ -64,7 +64,10 @@ function parseArguments(argv: string[]): Arguments {
     else if (flag === '--warmup') settings.warmupSeconds = number();
     else if (flag === '--connections') settings.connections = Math.max(1, Math.floor(number()));
     else if (flag === '--rounds') rounds = Math.max(1, Math.floor(number()));
-    else throw new TypeError(`bench: unknown option ${String(flag)} (known: --write, --suite, --duration, --warmup, --connections, --rounds, --no-pin)`);
+    else
+      throw new TypeError(
+        `bench: unknown option ${String(flag)} (known: --write, --suite, --duration, --warmup, --connections, --rounds, --no-pin)`,
+      );
   }
   return { write, pin, suites, settings, rounds };
 }
@@ -105,7 +108,9 @@ function ratioTable(suiteName: string, results: CaseResult[]): string {
   const names = mine.map((result) => result.name);
   const lines = [`| ${suiteName}: row ÷ column | ${names.join(' | ')} |`, `|---|${names.map(() => '---:').join('|')}|`];
   for (const row of mine) {
-    const cells = mine.map((column) => (column.requestsPerSecond > 0 ? (row.requestsPerSecond / column.requestsPerSecond).toFixed(2) : 'n/a'));
+    const cells = mine.map((column) =>
+      column.requestsPerSecond > 0 ? (row.requestsPerSecond / column.requestsPerSecond).toFixed(2) : 'n/a',
+    );
     lines.push(`| ${row.name} | ${cells.join(' | ')} |`);
   }
   return lines.join('\n');
@@ -171,7 +176,9 @@ async function main(): Promise<void> {
         targets.push(...verdicts);
         for (const verdict of verdicts) {
           const measured = verdict.ratio === undefined ? 'n/a' : `${verdict.ratio.toFixed(2)}×`;
-          console.log(`  ${verdict.pass ? 'PASS' : 'FAIL'} ${verdict.numerator} ≥ ${verdict.atLeast}× ${verdict.denominator}: ${measured}${verdict.note ? ` (${verdict.note})` : ''}`);
+          console.log(
+            `  ${verdict.pass ? 'PASS' : 'FAIL'} ${verdict.numerator} ≥ ${verdict.atLeast}× ${verdict.denominator}: ${measured}${verdict.note ? ` (${verdict.note})` : ''}`,
+          );
         }
       } finally {
         await suite.close?.();
@@ -223,7 +230,14 @@ async function main(): Promise<void> {
     ratios.join('\n\n'),
     '',
     ...(qrMarkdown
-      ? ['## QR login', '', "`runQrLoginBench` runs in the runner's process after the suites above (provider and client in one process, not pinned).", '', qrMarkdown, '']
+      ? [
+          '## QR login',
+          '',
+          "`runQrLoginBench` runs in the runner's process after the suites above (provider and client in one process, not pinned).",
+          '',
+          qrMarkdown,
+          '',
+        ]
       : []),
     'Figures from a shared 2-core machine move by up to ±20 % between runs; compare ratios from one run, not absolute figures across runs, and repeat a run before trusting a ratio close to its target.',
     '',

@@ -10,7 +10,8 @@ function option(name: string, fallback: number): number {
   const index = process.argv.indexOf(name);
   if (index === -1) return fallback;
   const value = Number(process.argv[index + 1]);
-  if (!Number.isFinite(value) || value <= 0) throw new TypeError(`soak: ${name} needs a positive number, got ${String(process.argv[index + 1])}`);
+  if (!Number.isFinite(value) || value <= 0)
+    throw new TypeError(`soak: ${name} needs a positive number, got ${String(process.argv[index + 1])}`);
   return value;
 }
 

@@ -36,10 +36,12 @@ export function readDemoEnvironment(env: NodeJS.ProcessEnv): DemoEnvironment {
   const secureRaw = env.DEMO_SECURE ?? '0';
   if (secureRaw !== '0' && secureRaw !== '1') throw new TypeError(`DEMO_SECURE must be 1 or 0, got "${secureRaw}"`);
   const redisUrl = env.REDIS_URL === '' ? undefined : env.REDIS_URL;
-  if (redisUrl !== undefined && !/^rediss?:\/\//.test(redisUrl)) throw new TypeError(`REDIS_URL must start with redis:// or rediss://, got "${redisUrl}"`);
+  if (redisUrl !== undefined && !/^rediss?:\/\//.test(redisUrl))
+    throw new TypeError(`REDIS_URL must start with redis:// or rediss://, got "${redisUrl}"`);
   const certPath = env.DEMO_TLS_CERT || undefined;
   const keyPath = env.DEMO_TLS_KEY || undefined;
-  if ((certPath === undefined) !== (keyPath === undefined)) throw new TypeError('DEMO_TLS_CERT and DEMO_TLS_KEY go together: set both PEM file paths or neither');
+  if ((certPath === undefined) !== (keyPath === undefined))
+    throw new TypeError('DEMO_TLS_CERT and DEMO_TLS_KEY go together: set both PEM file paths or neither');
   return {
     domain,
     port: port('PORT', env.PORT, 8080) as number,

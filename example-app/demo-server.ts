@@ -134,7 +134,9 @@ export async function startDemo(options: DemoOptions = {}): Promise<RunningDemo>
     res.end();
   };
   const dispatch = (req: unknown, res: unknown) => handler(req as Request, res as Response, () => undefined);
-  const server: Server = options.tls ? (createTlsServer({ key: options.tls.key, cert: options.tls.cert }, dispatch) as unknown as Server) : createServer(dispatch);
+  const server: Server = options.tls
+    ? (createTlsServer({ key: options.tls.key, cert: options.tls.cert }, dispatch) as unknown as Server)
+    : createServer(dispatch);
   let port: number;
   try {
     port = await listen(server, options.port ?? 8080, host);
@@ -202,9 +204,10 @@ export async function startDemo(options: DemoOptions = {}): Promise<RunningDemo>
     idp.use(sessions);
     idp.get('/login', function idpLogin(req: Request, res: Response) {
       // The provider has no password page of its own: the phone signs in at the portal and comes back here.
-      const back = typeof req.query.return_to === 'string' && req.query.return_to.startsWith('/') && !req.query.return_to.startsWith('//')
-        ? `${origin('idp')}${req.query.return_to}`
-        : `${origin('idp')}/`;
+      const back =
+        typeof req.query.return_to === 'string' && req.query.return_to.startsWith('/') && !req.query.return_to.startsWith('//')
+          ? `${origin('idp')}${req.query.return_to}`
+          : `${origin('idp')}/`;
       res.redirect(303, `${links.portal}?return_to=${encodeURIComponent(back)}`);
     });
     // QR login needs https, or http on a loopback name (`*.localhost`, the default domain); otherwise the demo runs
@@ -214,7 +217,14 @@ export async function startDemo(options: DemoOptions = {}): Promise<RunningDemo>
       idp.use(
         qrLoginProvider({
           store,
-          apps: [{ appid: 'sso-portal', secretHash: hashAppSecret(qrSecret), name: 'the demo login portal', redirectUris: [`${origin('auth')}/callback/qr`] }],
+          apps: [
+            {
+              appid: 'sso-portal',
+              secretHash: hashAppSecret(qrSecret),
+              name: 'the demo login portal',
+              redirectUris: [`${origin('auth')}/callback/qr`],
+            },
+          ],
           users,
           tokens: qrTokenIssuer(tokenService),
           publicUrl: origin('idp'),
@@ -317,7 +327,10 @@ export async function startDemo(options: DemoOptions = {}): Promise<RunningDemo>
     };
     const shop = buildApp([
       function shopPage(req: Request, res: Response) {
-        res.set('Cache-Control', 'no-store').type('html').send(renderAppPage('Shop', req.user!, links));
+        res
+          .set('Cache-Control', 'no-store')
+          .type('html')
+          .send(renderAppPage('Shop', req.user!, links));
       },
     ]);
     shop.use(errorHandler({ html: true, homeUrl: links.shop }));
@@ -326,8 +339,12 @@ export async function startDemo(options: DemoOptions = {}): Promise<RunningDemo>
     const admin = buildApp([
       requirePermission('read', 'reports', { policy }),
       function adminPage(req: Request, res: Response) {
-        const reports = '<section aria-labelledby="reports-heading"><h2 id="reports-heading">Reports</h2><p id="reports">3 orders today, all shipped.</p></section>';
-        res.set('Cache-Control', 'no-store').type('html').send(renderAppPage('Admin', req.user!, links, reports));
+        const reports =
+          '<section aria-labelledby="reports-heading"><h2 id="reports-heading">Reports</h2><p id="reports">3 orders today, all shipped.</p></section>';
+        res
+          .set('Cache-Control', 'no-store')
+          .type('html')
+          .send(renderAppPage('Admin', req.user!, links, reports));
       },
     ]);
     admin.use(function friendlyForbidden(error: unknown, req: Request, res: Response, next: NextFunction) {

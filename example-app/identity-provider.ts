@@ -79,7 +79,9 @@ export async function createDemoIdentityProvider(options: DemoIdentityProviderOp
       grant_types: ['authorization_code', 'refresh_token'],
       response_types: ['code'],
       token_endpoint_auth_method: 'client_secret_basic',
-      ...(client.backchannelLogoutUri ? { backchannel_logout_uri: client.backchannelLogoutUri, backchannel_logout_session_required: true } : {}),
+      ...(client.backchannelLogoutUri
+        ? { backchannel_logout_uri: client.backchannelLogoutUri, backchannel_logout_session_required: true }
+        : {}),
     })),
     jwks: { keys: [signingKey as never] },
     cookies: { keys: [randomBytes(32).toString('base64url')] },
@@ -114,7 +116,10 @@ export async function createDemoIdentityProvider(options: DemoIdentityProviderOp
   router.use(function idpPageHeaders(_req: Request, res: Response, next: NextFunction) {
     // The login form posts here, and the provider then redirects the browser to the relying party's callback;
     // Chrome checks form-action on that whole redirect chain, so the callback origins are listed.
-    res.setHeader('Content-Security-Policy', `default-src 'self'; style-src 'self'; script-src 'self'; form-action ${formAction}; frame-ancestors 'none'; base-uri 'none'; object-src 'none'`);
+    res.setHeader(
+      'Content-Security-Policy',
+      `default-src 'self'; style-src 'self'; script-src 'self'; form-action ${formAction}; frame-ancestors 'none'; base-uri 'none'; object-src 'none'`,
+    );
     res.setHeader('X-Content-Type-Options', 'nosniff');
     res.setHeader('Referrer-Policy', 'same-origin');
     next();
@@ -128,27 +133,33 @@ export async function createDemoIdentityProvider(options: DemoIdentityProviderOp
     res.setHeader('Cache-Control', 'no-store');
     res.type('html').send(loginPage(details.uid, String(details.params.client_id ?? '')));
   });
-  router.post('/interaction/:uid/login', express.urlencoded({ extended: false, limit: '4kb' }), async function submitIdpLogin(req: Request, res: Response) {
-    const details = await provider.interactionDetails(req, res);
-    const username = typeof req.body?.username === 'string' ? req.body.username : '';
-    const password = typeof req.body?.password === 'string' ? req.body.password : '';
-    const ip = req.ip ?? 'unknown';
-    const decision = await options.throttle.attempt(username, ip);
-    if (!decision.allowed) {
-      res.status(429).set({ 'Cache-Control': 'no-store', 'Retry-After': String(decision.retryAfterSeconds) });
-      res.type('html').send(loginPage(details.uid, String(details.params.client_id ?? ''), 'Too many failed attempts. Try again later.', username));
-      return;
-    }
-    const user = await users.verifyPassword(username, password);
-    if (!user) {
-      await options.throttle.recordFailure(ip);
-      res.status(401).setHeader('Cache-Control', 'no-store');
-      res.type('html').send(loginPage(details.uid, String(details.params.client_id ?? ''), 'Wrong username or password', username));
-      return;
-    }
-    await options.throttle.recordSuccess(username);
-    await provider.interactionFinished(req, res, { login: { accountId: user.id } }, { mergeWithLastSubmission: false });
-  });
+  router.post(
+    '/interaction/:uid/login',
+    express.urlencoded({ extended: false, limit: '4kb' }),
+    async function submitIdpLogin(req: Request, res: Response) {
+      const details = await provider.interactionDetails(req, res);
+      const username = typeof req.body?.username === 'string' ? req.body.username : '';
+      const password = typeof req.body?.password === 'string' ? req.body.password : '';
+      const ip = req.ip ?? 'unknown';
+      const decision = await options.throttle.attempt(username, ip);
+      if (!decision.allowed) {
+        res.status(429).set({ 'Cache-Control': 'no-store', 'Retry-After': String(decision.retryAfterSeconds) });
+        res
+          .type('html')
+          .send(loginPage(details.uid, String(details.params.client_id ?? ''), 'Too many failed attempts. Try again later.', username));
+        return;
+      }
+      const user = await users.verifyPassword(username, password);
+      if (!user) {
+        await options.throttle.recordFailure(ip);
+        res.status(401).setHeader('Cache-Control', 'no-store');
+        res.type('html').send(loginPage(details.uid, String(details.params.client_id ?? ''), 'Wrong username or password', username));
+        return;
+      }
+      await options.throttle.recordSuccess(username);
+      await provider.interactionFinished(req, res, { login: { accountId: user.id } }, { mergeWithLastSubmission: false });
+    },
+  );
   router.use(provider.callback());
   return { provider, router };
 }

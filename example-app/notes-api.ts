@@ -46,7 +46,8 @@ export function validateNoteInput(input: unknown, mode: 'complete' | 'partial', 
   }
   if (mode === 'complete' || 'title' in value) {
     const title = value.title;
-    if (typeof title !== 'string' || title.trim().length === 0) errors.push({ field: 'title', message: 'is required and must be a non-empty string' });
+    if (typeof title !== 'string' || title.trim().length === 0)
+      errors.push({ field: 'title', message: 'is required and must be a non-empty string' });
     else if (title.length > 200) errors.push({ field: 'title', message: 'must be at most 200 characters' });
   }
   if (mode === 'complete' || 'body' in value) {
@@ -146,7 +147,13 @@ export function notesApi(options: NotesApiOptions): Router {
 
   function requireJsonBody(req: Request, _res: Response, next: NextFunction): void {
     if (!req.is(JSON_TYPES)) {
-      next(new HttpError(415, { code: 'unsupported_media_type', detail: 'Send the note as application/json.', headers: { 'Accept-Patch': 'application/merge-patch+json, application/json' } }));
+      next(
+        new HttpError(415, {
+          code: 'unsupported_media_type',
+          detail: 'Send the note as application/json.',
+          headers: { 'Accept-Patch': 'application/merge-patch+json, application/json' },
+        }),
+      );
       return;
     }
     parseJson(req, _res, next);
@@ -175,7 +182,12 @@ export function notesApi(options: NotesApiOptions): Router {
       const errors = validateNoteInput(req.body, 'complete');
       if (errors.length) throw new UnprocessableEntityError(errors, { detail: 'The note is not valid.' });
       const now = new Date().toISOString();
-      const note = repository.save(owner, { id: randomUUID(), ...(pick(req.body) as Pick<Note, 'title' | 'body'>), createdAt: now, updatedAt: now });
+      const note = repository.save(owner, {
+        id: randomUUID(),
+        ...(pick(req.body) as Pick<Note, 'title' | 'body'>),
+        createdAt: now,
+        updatedAt: now,
+      });
       withLocation(req, res, note.id);
       res.status(201).json(note);
     })
@@ -194,7 +206,12 @@ export function notesApi(options: NotesApiOptions): Router {
       const errors = validateNoteInput(req.body, 'complete', note ?? ({ id } as Note));
       if (errors.length) throw new UnprocessableEntityError(errors, { detail: 'The note is not valid.' });
       const now = new Date().toISOString();
-      const saved = repository.save(owner, { id, ...(pick(req.body) as Pick<Note, 'title' | 'body'>), createdAt: note?.createdAt ?? now, updatedAt: now });
+      const saved = repository.save(owner, {
+        id,
+        ...(pick(req.body) as Pick<Note, 'title' | 'body'>),
+        createdAt: note?.createdAt ?? now,
+        updatedAt: now,
+      });
       if (!note) withLocation(req, res, id);
       res.status(note ? 200 : 201).json(saved);
     })

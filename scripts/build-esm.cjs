@@ -13,5 +13,8 @@ const lines = [
 ];
 fs.mkdirSync(path.join(dist, 'esm'), { recursive: true });
 fs.writeFileSync(path.join(dist, 'esm', 'index.mjs'), lines.join('\n'));
-fs.writeFileSync(path.join(dist, 'esm', 'index.d.mts'), "export * from '../cjs/index.js';\nimport kit from '../cjs/index.js';\nexport default kit;\n");
+fs.writeFileSync(
+  path.join(dist, 'esm', 'index.d.mts'),
+  "export * from '../cjs/index.js';\nimport kit from '../cjs/index.js';\nexport default kit;\n",
+);
 console.log(`dist/esm/index.mjs: ${names.length} named exports`);

@@ -11,7 +11,11 @@ export interface BasicUser {
 }
 
 /** Checks a user-id and password; resolves to the user, or null when they do not match. */
-export type BasicVerifier<Req = unknown> = (username: string, password: string, req: Req) => BasicUser | null | undefined | Promise<BasicUser | null | undefined>;
+export type BasicVerifier<Req = unknown> = (
+  username: string,
+  password: string,
+  req: Req,
+) => BasicUser | null | undefined | Promise<BasicUser | null | undefined>;
 
 /**
  * One entry of {@link basicCredentials}: a string (an scrypt hash `scrypt$N$r$p$salt$hash` made by `hashPassword`,
@@ -50,11 +54,15 @@ export function constantTimeEqual(presented: string, expected: string): boolean 
 
 function compileEntry(username: string, entry: unknown): CompiledEntry {
   if (username === '' || BAD_USER_ID.test(username)) {
-    throw new TypeError(`basicCredentials: user-id ${JSON.stringify(username)} must be non-empty, without ":" or control characters (RFC 7617)`);
+    throw new TypeError(
+      `basicCredentials: user-id ${JSON.stringify(username)} must be non-empty, without ":" or control characters (RFC 7617)`,
+    );
   }
   const spec = typeof entry === 'string' ? (entry.startsWith(HASH_PREFIX) ? { passwordHash: entry } : { password: entry }) : entry;
   if (spec === null || typeof spec !== 'object' || Array.isArray(spec)) {
-    throw new TypeError(`basicCredentials: the entry of "${username}" must be a password, a "scrypt$…" hash or { password | passwordHash, name?, roles? }`);
+    throw new TypeError(
+      `basicCredentials: the entry of "${username}" must be a password, a "scrypt$…" hash or { password | passwordHash, name?, roles? }`,
+    );
   }
   const { password, passwordHash, name, roles } = spec as { password?: unknown; passwordHash?: unknown; name?: unknown; roles?: unknown };
   for (const key of Object.keys(spec)) {
@@ -72,7 +80,8 @@ function compileEntry(username: string, entry: unknown): CompiledEntry {
     if (typeof passwordHash !== 'string') throw new TypeError(`basicCredentials: the passwordHash of "${username}" must be a string`);
     return { user, hash: parsePasswordHash(passwordHash) };
   }
-  if (typeof password !== 'string' || password === '') throw new TypeError(`basicCredentials: the password of "${username}" must be a non-empty string`);
+  if (typeof password !== 'string' || password === '')
+    throw new TypeError(`basicCredentials: the password of "${username}" must be a non-empty string`);
   if (password.startsWith(HASH_PREFIX)) {
     throw new TypeError(`basicCredentials: the password of "${username}" looks like an scrypt hash; pass it as passwordHash`);
   }
@@ -102,7 +111,11 @@ export function basicCredentials(users: Readonly<Record<string, BasicCredentialE
   const firstHash = [...table.values()].find((entry) => entry.hash)?.hash;
   // Decoys with the same shape as real entries, used when the user is unknown or has the other entry kind.
   const decoyPlain = randomBytes(24).toString('base64url');
-  const decoyHash: ParsedPasswordHash | undefined = firstHash && { ...firstHash, salt: randomBytes(firstHash.salt.length), hash: randomBytes(firstHash.hash.length) };
+  const decoyHash: ParsedPasswordHash | undefined = firstHash && {
+    ...firstHash,
+    salt: randomBytes(firstHash.salt.length),
+    hash: randomBytes(firstHash.hash.length),
+  };
 
   return async function verifyBasicCredentials(username: string, password: string): Promise<BasicUser | null> {
     const entry = table.get(username);

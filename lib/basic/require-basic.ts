@@ -53,20 +53,28 @@ function toSessionUser(user: BasicUser): SessionUser {
  */
 export function requireBasic(options: RequireBasicOptions): RequestHandler {
   if (looksLikeRequest(options)) {
-    throw new TypeError('requireBasic: it was mounted as middleware itself; call it: app.use(requireBasic({ verify: basicCredentials({...}) }))');
+    throw new TypeError(
+      'requireBasic: it was mounted as middleware itself; call it: app.use(requireBasic({ verify: basicCredentials({...}) }))',
+    );
   }
   if (options === null || typeof options !== 'object') throw new TypeError('requireBasic: pass options with a verify function');
   for (const key of Object.keys(options)) {
-    if (!OPTION_KEYS.has(key)) throw new TypeError(`requireBasic: unknown option "${key}"; known options are ${[...OPTION_KEYS].join(', ')}`);
+    if (!OPTION_KEYS.has(key))
+      throw new TypeError(`requireBasic: unknown option "${key}"; known options are ${[...OPTION_KEYS].join(', ')}`);
   }
   const { verify, realm = 'Restricted', allowInsecureHttp = false } = options;
-  if (typeof verify !== 'function') throw new TypeError('requireBasic: verify is required: (username, password, req) => user | null, e.g. basicCredentials({...})');
+  if (typeof verify !== 'function')
+    throw new TypeError('requireBasic: verify is required: (username, password, req) => user | null, e.g. basicCredentials({...})');
   if (typeof realm !== 'string' || !REALM.test(realm) || /["\\]/.test(realm)) {
-    throw new TypeError(`requireBasic: realm must be printable ASCII without quotes, backslashes or line breaks, got ${JSON.stringify(realm)}`);
+    throw new TypeError(
+      `requireBasic: realm must be printable ASCII without quotes, backslashes or line breaks, got ${JSON.stringify(realm)}`,
+    );
   }
   if (typeof allowInsecureHttp !== 'boolean') throw new TypeError('requireBasic: allowInsecureHttp must be true or false');
   if (allowInsecureHttp) {
-    console.warn(`[express-sso-kit] requireBasic (realm "${realm}"): allowInsecureHttp is on; passwords may travel in clear. Use it only in tests and development.`);
+    console.warn(
+      `[express-sso-kit] requireBasic (realm "${realm}"): allowInsecureHttp is on; passwords may travel in clear. Use it only in tests and development.`,
+    );
   }
 
   const challenge = { 'WWW-Authenticate': `Basic realm="${realm}", charset="UTF-8"` };
@@ -94,7 +102,11 @@ export function requireBasic(options: RequireBasicOptions): RequestHandler {
       // An outage fails closed as 503 even under Express's default handler, never as "wrong password".
       next(
         error instanceof StoreUnavailableError
-          ? new ServiceUnavailableError({ code: 'store_unavailable', detail: 'Credentials cannot be checked right now. Try again shortly.', cause: error })
+          ? new ServiceUnavailableError({
+              code: 'store_unavailable',
+              detail: 'Credentials cannot be checked right now. Try again shortly.',
+              cause: error,
+            })
           : error,
       );
       return;

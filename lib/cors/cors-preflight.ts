@@ -28,8 +28,22 @@ export interface CorsPreflightOptions {
   rejectDisallowedOrigins?: boolean;
 }
 
-const OPTION_KEYS = new Set(['origins', 'credentials', 'methods', 'allowedHeaders', 'exposedHeaders', 'maxAgeSeconds', 'rejectDisallowedOrigins']);
-const RENAMED: Record<string, string> = { origin: 'origins', maxAge: 'maxAgeSeconds', headers: 'allowedHeaders', allowHeaders: 'allowedHeaders', exposeHeaders: 'exposedHeaders' };
+const OPTION_KEYS = new Set([
+  'origins',
+  'credentials',
+  'methods',
+  'allowedHeaders',
+  'exposedHeaders',
+  'maxAgeSeconds',
+  'rejectDisallowedOrigins',
+]);
+const RENAMED: Record<string, string> = {
+  origin: 'origins',
+  maxAge: 'maxAgeSeconds',
+  headers: 'allowedHeaders',
+  allowHeaders: 'allowedHeaders',
+  exposeHeaders: 'exposedHeaders',
+};
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const DEFAULT_METHODS = ['GET', 'HEAD', 'PUT', 'PATCH', 'POST', 'DELETE'];
 const DEFAULT_ALLOWED_HEADERS = ['Content-Type', 'Authorization'];
@@ -42,8 +56,10 @@ function tokenList(name: string, value: unknown, fallback: readonly string[]): s
   if (value === undefined) return [...fallback];
   if (!Array.isArray(value)) throw new TypeError(`corsPreflight: ${name} must be an array of names, e.g. ["Content-Type", "X-Request-Id"]`);
   for (const item of value) {
-    if (item === '*') throw new TypeError(`corsPreflight: ${name} must list names explicitly; "*" is not accepted (browsers ignore it with credentials)`);
-    if (typeof item !== 'string' || !TOKEN.test(item)) throw new TypeError(`corsPreflight: ${name} must contain header or method names, got ${JSON.stringify(item)}`);
+    if (item === '*')
+      throw new TypeError(`corsPreflight: ${name} must list names explicitly; "*" is not accepted (browsers ignore it with credentials)`);
+    if (typeof item !== 'string' || !TOKEN.test(item))
+      throw new TypeError(`corsPreflight: ${name} must contain header or method names, got ${JSON.stringify(item)}`);
   }
   return [...value];
 }
@@ -64,9 +80,12 @@ function tokenList(name: string, value: unknown, fallback: readonly string[]): s
  */
 export function corsPreflight(options: CorsPreflightOptions): RequestHandler {
   if (looksLikeRequest(options)) {
-    throw new TypeError("corsPreflight: it was mounted as middleware itself; call it: app.use(corsPreflight({ origins: ['https://*.example.test'] }))");
+    throw new TypeError(
+      "corsPreflight: it was mounted as middleware itself; call it: app.use(corsPreflight({ origins: ['https://*.example.test'] }))",
+    );
   }
-  if (options === null || typeof options !== 'object') throw new TypeError("corsPreflight: pass options, e.g. { origins: ['https://shop.example.test'] }");
+  if (options === null || typeof options !== 'object')
+    throw new TypeError("corsPreflight: pass options, e.g. { origins: ['https://shop.example.test'] }");
   for (const key of Object.keys(options)) {
     if (!OPTION_KEYS.has(key)) {
       const hint = RENAMED[key] ? `; use "${RENAMED[key]}"` : `; known options are ${[...OPTION_KEYS].join(', ')}`;
@@ -76,10 +95,13 @@ export function corsPreflight(options: CorsPreflightOptions): RequestHandler {
   const { credentials = false, maxAgeSeconds = 600, rejectDisallowedOrigins = false } = options;
   if (typeof credentials !== 'boolean') throw new TypeError('corsPreflight: credentials must be true or false');
   if (typeof rejectDisallowedOrigins !== 'boolean') throw new TypeError('corsPreflight: rejectDisallowedOrigins must be true or false');
-  if (!Number.isInteger(maxAgeSeconds) || maxAgeSeconds < 0) throw new TypeError(`corsPreflight: maxAgeSeconds must be a whole number of seconds ≥ 0, got ${String(maxAgeSeconds)}`);
+  if (!Number.isInteger(maxAgeSeconds) || maxAgeSeconds < 0)
+    throw new TypeError(`corsPreflight: maxAgeSeconds must be a whole number of seconds ≥ 0, got ${String(maxAgeSeconds)}`);
   const matcher = compileOrigins(options.origins);
   if (matcher.any && credentials) {
-    throw new TypeError('corsPreflight: origins "*" cannot be combined with credentials: true; list the origins, e.g. ["https://*.example.test"]');
+    throw new TypeError(
+      'corsPreflight: origins "*" cannot be combined with credentials: true; list the origins, e.g. ["https://*.example.test"]',
+    );
   }
   const methods = tokenList('methods', options.methods, DEFAULT_METHODS).map((method) => method.toUpperCase());
   const allowedHeaders = tokenList('allowedHeaders', options.allowedHeaders, DEFAULT_ALLOWED_HEADERS);
@@ -126,7 +148,11 @@ export function corsPreflight(options: CorsPreflightOptions): RequestHandler {
       return;
     }
     if (!allowedMethodSet.has(requestedMethod.toUpperCase())) {
-      next(refuse(`Cross-origin ${TOKEN.test(requestedMethod) && requestedMethod.length <= 20 ? requestedMethod : 'such'} requests are not allowed here.`));
+      next(
+        refuse(
+          `Cross-origin ${TOKEN.test(requestedMethod) && requestedMethod.length <= 20 ? requestedMethod : 'such'} requests are not allowed here.`,
+        ),
+      );
       return;
     }
     const requestedHeaders = req.headers['access-control-request-headers'];

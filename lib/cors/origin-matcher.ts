@@ -13,7 +13,9 @@ function escapeRegExp(text: string): string {
 }
 
 function badEntry(entry: unknown, why: string): TypeError {
-  return new TypeError(`corsPreflight: origins must list full origins like "https://app.example.com" or patterns like "https://*.example.com", got ${JSON.stringify(entry)}${why ? ` (${why})` : ''}`);
+  return new TypeError(
+    `corsPreflight: origins must list full origins like "https://app.example.com" or patterns like "https://*.example.com", got ${JSON.stringify(entry)}${why ? ` (${why})` : ''}`,
+  );
 }
 
 function parseOrigin(entry: string): URL | undefined {
@@ -64,7 +66,9 @@ function patternOrigin(entry: string): RegExp {
 export function compileOrigins(origins: string | readonly string[]): OriginMatcher {
   const entries = typeof origins === 'string' ? [origins] : origins;
   if (!Array.isArray(entries) || entries.length === 0) {
-    throw new TypeError('corsPreflight: origins is required: a list such as ["https://shop.example.test", "https://*.example.test"], or "*"');
+    throw new TypeError(
+      'corsPreflight: origins is required: a list such as ["https://shop.example.test", "https://*.example.test"], or "*"',
+    );
   }
   if (entries.includes('*')) {
     if (entries.length > 1) throw new TypeError('corsPreflight: origins "*" allows every origin; do not list others beside it');

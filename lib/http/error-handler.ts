@@ -103,11 +103,13 @@ export function errorHandler(options: ErrorHandlerOptions = {}): ErrorRequestHan
 
     const detail = problem.expose ? problem.detail : problem.status === 500 ? 'An unexpected error occurred.' : problem.detail;
     if (options.html && wantsHtml(req)) {
-      res.type('html').send(
-        `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${problem.status} ${escapeHtml(problem.title)}</title></head>` +
-          `<body><main><h1>${escapeHtml(problem.title)}</h1>${detail ? `<p>${escapeHtml(detail)}</p>` : ''}` +
-          `<p><a href="${escapeHtml(homeUrl)}">Back to the start page</a></p></main></body></html>`,
-      );
+      res
+        .type('html')
+        .send(
+          `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${problem.status} ${escapeHtml(problem.title)}</title></head>` +
+            `<body><main><h1>${escapeHtml(problem.title)}</h1>${detail ? `<p>${escapeHtml(detail)}</p>` : ''}` +
+            `<p><a href="${escapeHtml(homeUrl)}">Back to the start page</a></p></main></body></html>`,
+        );
       return;
     }
     const body: Record<string, unknown> = {

@@ -28,7 +28,9 @@ export class KeyValueRateLimitStore implements Store {
 
   constructor(options: KeyValueRateLimitStoreOptions) {
     if (!options || typeof options !== 'object' || !options.store || typeof options.store.increment !== 'function') {
-      throw new TypeError('KeyValueRateLimitStore: store must be a KeyValueStore, e.g. new KeyValueRateLimitStore({ store: new RedisStore(url) })');
+      throw new TypeError(
+        'KeyValueRateLimitStore: store must be a KeyValueStore, e.g. new KeyValueRateLimitStore({ store: new RedisStore(url) })',
+      );
     }
     const prefix = options.prefix ?? 'rl:';
     if (typeof prefix !== 'string' || /[{}]/.test(prefix)) {

@@ -29,8 +29,12 @@ function single(req: Request, name: string): string | undefined {
 function buildUser(provider: OidcProvider, claims: Record<string, unknown>, userinfo: Record<string, unknown> | undefined): LoginUser {
   const profile = provider.claimsToUser(claims, userinfo);
   if (
-    !profile || typeof profile.id !== 'string' || profile.id.length === 0 || typeof profile.name !== 'string' ||
-    !Array.isArray(profile.roles) || !profile.roles.every((role) => typeof role === 'string')
+    !profile ||
+    typeof profile.id !== 'string' ||
+    profile.id.length === 0 ||
+    typeof profile.name !== 'string' ||
+    !Array.isArray(profile.roles) ||
+    !profile.roles.every((role) => typeof role === 'string')
   ) {
     throw new TypeError(`oidcProvider "${provider.name}": claimsToUser must return { id: string, name: string, roles: string[] }`);
   }
@@ -99,15 +103,25 @@ export function oidcCallback(provider: OidcProvider, options: OidcCallbackOption
         const code = ERROR_CODE.test(providerError) ? providerError : 'login_failed';
         const detail = `The identity provider "${provider.name}" did not log you in (${code}).`;
         if (code === 'access_denied') {
-          throw new ForbiddenError({ code: 'oidc_access_denied', detail: `${detail} Start again at ${loginUrl}.`, extensions: { loginUrl } });
+          throw new ForbiddenError({
+            code: 'oidc_access_denied',
+            detail: `${detail} Start again at ${loginUrl}.`,
+            extensions: { loginUrl },
+          });
         }
         throw loginRejected(`oidc_${code}`, detail, loginUrl);
       }
       if (!transaction) {
-        throw loginRejected('invalid_state', 'This login response does not belong to a login started in this browser, or it was already used.', loginUrl);
+        throw loginRejected(
+          'invalid_state',
+          'This login response does not belong to a login started in this browser, or it was already used.',
+          loginUrl,
+        );
       }
-      if (Date.now() - transaction.createdAt > TRANSACTION_TTL_MS) throw loginRejected('login_expired', 'The login took too long.', loginUrl);
-      if (transaction.provider !== provider.name) throw loginRejected('invalid_state', 'This login was started with another provider.', loginUrl);
+      if (Date.now() - transaction.createdAt > TRANSACTION_TTL_MS)
+        throw loginRejected('login_expired', 'The login took too long.', loginUrl);
+      if (transaction.provider !== provider.name)
+        throw loginRejected('invalid_state', 'This login was started with another provider.', loginUrl);
 
       // RFC 9207: the `iss` parameter tells which provider answered, defeating mix-up attacks.
       const iss = single(req, 'iss');
@@ -115,14 +129,20 @@ export function oidcCallback(provider: OidcProvider, options: OidcCallbackOption
         throw loginRejected('invalid_issuer', 'The login response came from an unexpected issuer.', loginUrl);
       }
       const code = single(req, 'code');
-      if (!code || code.length > 2048) throw loginRejected('invalid_request', 'The login response carries no authorization code.', loginUrl);
+      if (!code || code.length > 2048)
+        throw loginRejected('invalid_request', 'The login response carries no authorization code.', loginUrl);
 
       let tokens;
       try {
         tokens = await redeemAuthorizationCode(provider, { code, codeVerifier: transaction.codeVerifier });
       } catch (error) {
         if (error instanceof OidcGrantError) {
-          throw loginRejected('invalid_grant', 'The identity provider refused the authorization code (used, expired or not ours).', loginUrl, error);
+          throw loginRejected(
+            'invalid_grant',
+            'The identity provider refused the authorization code (used, expired or not ours).',
+            loginUrl,
+            error,
+          );
         }
         throw error;
       }

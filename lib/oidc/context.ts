@@ -67,7 +67,9 @@ export function oidcContext(providers: OidcProvider | readonly OidcProvider[], o
   }
   for (const provider of list) {
     if (!options.store && !provider.store) {
-      throw new TypeError(`oidcContext: provider "${provider.name}" has no store for the refresh lock; pass oidcProvider({ store }) or oidcContext(p, { store })`);
+      throw new TypeError(
+        `oidcContext: provider "${provider.name}" has no store for the refresh lock; pass oidcProvider({ store }) or oidcContext(p, { store })`,
+      );
     }
   }
   const storeOf = (provider: OidcProvider): KeyValueStore => (options.store ?? provider.store) as KeyValueStore;
@@ -76,7 +78,8 @@ export function oidcContext(providers: OidcProvider | readonly OidcProvider[], o
 
   async function refreshOnce(req: Request, provider: OidcProvider): Promise<void> {
     const before = req.session.oidc;
-    if (!before?.refreshToken) throw new UnauthorizedError({ code: 'oidc_no_refresh_token', detail: 'This session has no refresh token; log in again.' });
+    if (!before?.refreshToken)
+      throw new UnauthorizedError({ code: 'oidc_no_refresh_token', detail: 'This session has no refresh token; log in again.' });
     const store = storeOf(provider);
     const lockKey = `oidc-refresh:{${sessionHandle(req.sessionID)}}`;
     const owner = randomBytes(16).toString('base64url');
@@ -87,9 +90,13 @@ export function oidcContext(providers: OidcProvider | readonly OidcProvider[], o
       while (Date.now() < deadline && (await store.get(lockKey)) !== null) await delay(WAIT_STEP_MS);
       await reloadSession(req);
       const after = req.session.oidc;
-      if (!after?.accessToken) throw new UnauthorizedError({ code: 'oidc_refresh_refused', detail: 'The identity provider ended this login; log in again.' });
+      if (!after?.accessToken)
+        throw new UnauthorizedError({ code: 'oidc_refresh_refused', detail: 'The identity provider ended this login; log in again.' });
       if (after.accessToken === before.accessToken && after.expiresAt === before.expiresAt) {
-        throw new ServiceUnavailableError({ code: 'idp_unavailable', detail: 'Refreshing the access token did not complete. Try again shortly.' });
+        throw new ServiceUnavailableError({
+          code: 'idp_unavailable',
+          detail: 'Refreshing the access token did not complete. Try again shortly.',
+        });
       }
       return;
     }
@@ -97,7 +104,8 @@ export function oidcContext(providers: OidcProvider | readonly OidcProvider[], o
       // The lock may have been released by an instance that finished just before we took it: use its tokens.
       await reloadSession(req);
       const current = req.session.oidc;
-      if (!current?.refreshToken) throw new UnauthorizedError({ code: 'oidc_refresh_refused', detail: 'The identity provider ended this login; log in again.' });
+      if (!current?.refreshToken)
+        throw new UnauthorizedError({ code: 'oidc_refresh_refused', detail: 'The identity provider ended this login; log in again.' });
       if (current.accessToken !== before.accessToken || current.expiresAt !== before.expiresAt) return;
 
       let next: OidcSessionState;
@@ -118,7 +126,10 @@ export function oidcContext(providers: OidcProvider | readonly OidcProvider[], o
         // The refresh token is dead (revoked, expired, reused): keep no tokens that pretend otherwise.
         req.session.oidc = { provider: current.provider, ...(current.sid ? { sid: current.sid } : {}) };
         await saveSession(req);
-        throw new UnauthorizedError({ code: 'oidc_refresh_refused', detail: 'The identity provider refused to refresh this login; log in again.' });
+        throw new UnauthorizedError({
+          code: 'oidc_refresh_refused',
+          detail: 'The identity provider refused to refresh this login; log in again.',
+        });
       }
       req.session.oidc = next;
       await saveSession(req);
@@ -158,7 +169,8 @@ export function oidcContext(providers: OidcProvider | readonly OidcProvider[], o
         const nowSeconds = Date.now() / 1000;
         const fresh = current.expiresAt === undefined || current.expiresAt - margin > nowSeconds;
         if (fresh) return current.accessToken;
-        if (!current.refreshToken) return current.expiresAt !== undefined && current.expiresAt > nowSeconds ? current.accessToken : undefined;
+        if (!current.refreshToken)
+          return current.expiresAt !== undefined && current.expiresAt > nowSeconds ? current.accessToken : undefined;
         await refresh(req, provider);
         return req.session.oidc?.accessToken;
       },

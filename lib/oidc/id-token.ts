@@ -83,7 +83,11 @@ export interface IdTokenExpectations {
  * @example
  * const claims = await validateIdToken(corp, tokens.idToken, { nonce: transaction.nonce });
  */
-export async function validateIdToken(provider: OidcProvider, idToken: string, expected: IdTokenExpectations): Promise<Record<string, unknown>> {
+export async function validateIdToken(
+  provider: OidcProvider,
+  idToken: string,
+  expected: IdTokenExpectations,
+): Promise<Record<string, unknown>> {
   const { verifyIdToken } = await providerKeys(provider);
   let claims: Record<string, unknown>;
   try {
@@ -100,7 +104,8 @@ export async function validateIdToken(provider: OidcProvider, idToken: string, e
   if (typeof claims.nonce !== 'string' || !safeEqual(claims.nonce, expected.nonce)) throw new IdTokenRejectedError('nonce does not match');
   if (expected.maxAge !== undefined) {
     const authTime = claims.auth_time;
-    if (typeof authTime !== 'number' || !Number.isFinite(authTime)) throw new IdTokenRejectedError('auth_time is required when max_age is sent');
+    if (typeof authTime !== 'number' || !Number.isFinite(authTime))
+      throw new IdTokenRejectedError('auth_time is required when max_age is sent');
     const nowSeconds = (expected.now ?? Date.now()) / 1000;
     if (nowSeconds - authTime > expected.maxAge + provider.clockToleranceSeconds) {
       throw new IdTokenRejectedError('the authentication is older than max_age');
@@ -116,7 +121,11 @@ export async function validateIdToken(provider: OidcProvider, idToken: string, e
  * @example
  * await validateRefreshedIdToken(corp, tokens.idToken, previousIdToken);
  */
-export async function validateRefreshedIdToken(provider: OidcProvider, idToken: string, previousIdToken: string | undefined): Promise<void> {
+export async function validateRefreshedIdToken(
+  provider: OidcProvider,
+  idToken: string,
+  previousIdToken: string | undefined,
+): Promise<void> {
   const { verifyIdToken } = await providerKeys(provider);
   let claims: Record<string, unknown>;
   try {
@@ -130,7 +139,8 @@ export async function validateRefreshedIdToken(provider: OidcProvider, idToken: 
   if (!previous || claims.sub !== previous.sub || claims.iss !== previous.iss) {
     throw providerMisbehaved(provider.name, 'refreshed ID token is about another subject');
   }
-  if (claims.azp !== undefined && claims.azp !== provider.clientId) throw providerMisbehaved(provider.name, 'refreshed ID token azp is not this client');
+  if (claims.azp !== undefined && claims.azp !== provider.clientId)
+    throw providerMisbehaved(provider.name, 'refreshed ID token azp is not this client');
 }
 
 /** The payload of a JWT this process already validated (stored in the session), without verifying it again. */

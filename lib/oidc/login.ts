@@ -40,7 +40,9 @@ function validateOptions(options: OidcLoginOptions): Required<Pick<OidcLoginOpti
     throw new TypeError(`oidcLogin: prompt must be one of ${[...PROMPTS].join(', ')}, got ${JSON.stringify(options.prompt)}`);
   }
   if (options.maxAge !== undefined && !isMaxAge(options.maxAge)) {
-    throw new TypeError(`oidcLogin: maxAge must be an integer number of seconds from 0 to ${MAX_AGE_LIMIT}, got ${JSON.stringify(options.maxAge)}`);
+    throw new TypeError(
+      `oidcLogin: maxAge must be an integer number of seconds from 0 to ${MAX_AGE_LIMIT}, got ${JSON.stringify(options.maxAge)}`,
+    );
   }
   if (options.loginHint !== undefined && !(typeof options.loginHint === 'string' && HINT.test(options.loginHint))) {
     throw new TypeError('oidcLogin: loginHint must be 1–254 printable characters without spaces');
@@ -69,18 +71,21 @@ function loginParameters(req: Request, options: OidcLoginOptions, allowed: Reado
   let loginHint = options.loginHint;
   const queryPrompt = allowed.has('prompt') ? queryValue(req, 'prompt') : undefined;
   if (queryPrompt !== undefined) {
-    if (!PROMPTS.has(queryPrompt)) throw new BadRequestError({ code: 'invalid_request', detail: `prompt must be one of ${[...PROMPTS].join(', ')}.` });
+    if (!PROMPTS.has(queryPrompt))
+      throw new BadRequestError({ code: 'invalid_request', detail: `prompt must be one of ${[...PROMPTS].join(', ')}.` });
     prompt = queryPrompt as OidcLoginOptions['prompt'];
   }
   const queryMaxAge = allowed.has('max_age') ? queryValue(req, 'max_age') : undefined;
   if (queryMaxAge !== undefined) {
     const parsed = /^\d{1,6}$/.test(queryMaxAge) ? Number(queryMaxAge) : NaN;
-    if (!isMaxAge(parsed)) throw new BadRequestError({ code: 'invalid_request', detail: `max_age must be whole seconds from 0 to ${MAX_AGE_LIMIT}.` });
+    if (!isMaxAge(parsed))
+      throw new BadRequestError({ code: 'invalid_request', detail: `max_age must be whole seconds from 0 to ${MAX_AGE_LIMIT}.` });
     maxAge = parsed;
   }
   const queryHint = allowed.has('login_hint') ? queryValue(req, 'login_hint') : undefined;
   if (queryHint !== undefined) {
-    if (!HINT.test(queryHint)) throw new BadRequestError({ code: 'invalid_request', detail: 'login_hint must be 1–254 printable characters.' });
+    if (!HINT.test(queryHint))
+      throw new BadRequestError({ code: 'invalid_request', detail: 'login_hint must be 1–254 printable characters.' });
     loginHint = queryHint;
   }
   return { prompt, maxAge, loginHint };
@@ -98,7 +103,9 @@ function loginParameters(req: Request, options: OidcLoginOptions, allowed: Reado
 export function oidcLogin(provider: OidcProvider, options: OidcLoginOptions = {}): RequestHandler {
   if (!(provider instanceof OidcProvider)) {
     if (provider && typeof provider === 'object' && 'method' in provider && 'headers' in provider) {
-      throw new TypeError('oidcLogin: call the factory with a provider: app.get("/login/corp", oidcLogin(corp)), not app.get(path, oidcLogin)');
+      throw new TypeError(
+        'oidcLogin: call the factory with a provider: app.get("/login/corp", oidcLogin(corp)), not app.get(path, oidcLogin)',
+      );
     }
     throw new TypeError('oidcLogin: the first argument must be a provider from oidcProvider({ … })');
   }

@@ -55,7 +55,12 @@ async function logoutVerifier(provider: OidcProvider): Promise<(token: string) =
  * @example
  * const request = await validateLogoutToken(corp, store, req.body.logout_token);
  */
-export async function validateLogoutToken(provider: OidcProvider, store: KeyValueStore, token: string, now = Date.now()): Promise<LogoutRequest> {
+export async function validateLogoutToken(
+  provider: OidcProvider,
+  store: KeyValueStore,
+  token: string,
+  now = Date.now(),
+): Promise<LogoutRequest> {
   const verify = await logoutVerifier(provider);
   let claims: Record<string, unknown>;
   try {
@@ -66,8 +71,12 @@ export async function validateLogoutToken(provider: OidcProvider, store: KeyValu
     throw error;
   }
   const events = claims.events;
-  const event = events !== null && typeof events === 'object' && !Array.isArray(events) ? (events as Record<string, unknown>)[BACKCHANNEL_LOGOUT_EVENT] : undefined;
-  if (event === null || typeof event !== 'object' || Array.isArray(event)) throw new LogoutTokenRejectedError('events lacks the back-channel logout event');
+  const event =
+    events !== null && typeof events === 'object' && !Array.isArray(events)
+      ? (events as Record<string, unknown>)[BACKCHANNEL_LOGOUT_EVENT]
+      : undefined;
+  if (event === null || typeof event !== 'object' || Array.isArray(event))
+    throw new LogoutTokenRejectedError('events lacks the back-channel logout event');
   if (claims.nonce !== undefined) throw new LogoutTokenRejectedError('a logout token must not carry a nonce');
   const sub = typeof claims.sub === 'string' && claims.sub.length > 0 ? claims.sub : undefined;
   const sid = typeof claims.sid === 'string' && claims.sid.length > 0 ? claims.sid : undefined;

@@ -101,7 +101,9 @@ export function backchannelLogout(provider: OidcProvider, options: BackchannelLo
   if (options === null || typeof options !== 'object') throw new TypeError('backchannelLogout: options must be an object');
   const store = options.store ?? provider.store;
   if (!store) {
-    throw new TypeError(`backchannelLogout: provider "${provider.name}" has no store for logout-token replay marks; pass oidcProvider({ store }) or backchannelLogout(p, { store })`);
+    throw new TypeError(
+      `backchannelLogout: provider "${provider.name}" has no store for logout-token replay marks; pass oidcProvider({ store }) or backchannelLogout(p, { store })`,
+    );
   }
   if (options.sessions !== undefined && typeof options.sessions?.destroyByTag !== 'function') {
     throw new TypeError('backchannelLogout: sessions must be the session manager (ssoSession(...).manager)');

@@ -75,9 +75,23 @@ export interface OidcProviderMetadata {
 // The asymmetric algorithms the kit's verifier supports; HMAC would make the client secret a signing key.
 const ASYMMETRIC_ALGS = new Set(['RS256', 'PS256', 'ES256']);
 const OPTION_KEYS = new Set([
-  'name', 'issuer', 'endpoints', 'clientId', 'clientSecret', 'redirectUri', 'scopes', 'tokenEndpointAuthMethod',
-  'idTokenSigningAlg', 'clockToleranceSeconds', 'claimsToUser', 'fetchUserinfo', 'timeoutMs', 'postLogoutRedirectUri',
-  'discoveryCacheSeconds', 'allowInsecureHttpForTesting', 'store',
+  'name',
+  'issuer',
+  'endpoints',
+  'clientId',
+  'clientSecret',
+  'redirectUri',
+  'scopes',
+  'tokenEndpointAuthMethod',
+  'idTokenSigningAlg',
+  'clockToleranceSeconds',
+  'claimsToUser',
+  'fetchUserinfo',
+  'timeoutMs',
+  'postLogoutRedirectUri',
+  'discoveryCacheSeconds',
+  'allowInsecureHttpForTesting',
+  'store',
 ]);
 
 function fail(message: string): never {
@@ -101,7 +115,9 @@ function checkUrl(option: string, value: unknown, insecureAllowed: boolean, back
   }
   const loopback = backChannel && LOOPBACK_HOSTS.has(url.hostname);
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && (insecureAllowed || loopback))) {
-    fail(`${option} must use https:, got "${value}" (http: only with allowInsecureHttpForTesting in tests${backChannel ? ', or on a loopback host' : ''})`);
+    fail(
+      `${option} must use https:, got "${value}" (http: only with allowInsecureHttpForTesting in tests${backChannel ? ', or on a loopback host' : ''})`,
+    );
   }
   if (url.username || url.password) fail(`${option} must not carry credentials, got "${url.protocol}//…@${url.host}"`);
   if (url.hash) fail(`${option} must not contain a #fragment, got "${value}"`);
@@ -143,7 +159,8 @@ export class OidcProvider {
 
   /** @internal Use {@link oidcProvider}. */
   constructor(options: OidcProviderOptions) {
-    if (options === null || typeof options !== 'object') fail('pass an options object, e.g. oidcProvider({ issuer, clientId, clientSecret, redirectUri })');
+    if (options === null || typeof options !== 'object')
+      fail('pass an options object, e.g. oidcProvider({ issuer, clientId, clientSecret, redirectUri })');
     for (const key of Object.keys(options)) {
       if (!OPTION_KEYS.has(key)) fail(`unknown option "${key}"`);
     }
@@ -193,7 +210,8 @@ export class OidcProvider {
     this.timeoutMs = positiveNumber('timeoutMs', options.timeoutMs, 5000);
     this.discoveryCacheMs = positiveNumber('discoveryCacheSeconds', options.discoveryCacheSeconds, 3600) * 1000;
 
-    if (options.claimsToUser !== undefined && typeof options.claimsToUser !== 'function') fail('claimsToUser must be a function (claims, userinfo) => user');
+    if (options.claimsToUser !== undefined && typeof options.claimsToUser !== 'function')
+      fail('claimsToUser must be a function (claims, userinfo) => user');
     this.claimsToUser = options.claimsToUser ?? defaultClaimsToUser;
     if (options.fetchUserinfo !== undefined && typeof options.fetchUserinfo !== 'boolean') fail('fetchUserinfo must be a boolean');
     this.fetchUserinfo = options.fetchUserinfo ?? false;
@@ -213,8 +231,12 @@ export class OidcProvider {
         authorizationEndpoint: checkUrl('endpoints.authorization', endpoints.authorization, insecure),
         tokenEndpoint: checkUrl('endpoints.token', endpoints.token, insecure, true),
         jwksUri: checkUrl('endpoints.jwks', endpoints.jwks, insecure, true),
-        ...(endpoints.userinfo === undefined ? {} : { userinfoEndpoint: checkUrl('endpoints.userinfo', endpoints.userinfo, insecure, true) }),
-        ...(endpoints.endSession === undefined ? {} : { endSessionEndpoint: checkUrl('endpoints.endSession', endpoints.endSession, insecure) }),
+        ...(endpoints.userinfo === undefined
+          ? {}
+          : { userinfoEndpoint: checkUrl('endpoints.userinfo', endpoints.userinfo, insecure, true) }),
+        ...(endpoints.endSession === undefined
+          ? {}
+          : { endSessionEndpoint: checkUrl('endpoints.endSession', endpoints.endSession, insecure) }),
         issParameterSupported: endpoints.issParameterSupported === true,
       };
     }

@@ -19,7 +19,10 @@ export interface TokenSet {
  */
 export class OidcGrantError extends Error {
   override readonly name = 'OidcGrantError';
-  constructor(readonly error: string, readonly status: number) {
+  constructor(
+    readonly error: string,
+    readonly status: number,
+  ) {
     super(`the token endpoint refused the grant: ${error}`);
   }
 }
@@ -47,7 +50,8 @@ async function tokenRequest(provider: OidcProvider, params: Record<string, strin
     throw providerMisbehaved(provider.name, `${what} sent token_type ${JSON.stringify(tokenType)}, expected Bearer`);
   }
   if (idToken !== undefined && typeof idToken !== 'string') throw providerMisbehaved(provider.name, `${what} sent a malformed id_token`);
-  if (refreshToken !== undefined && typeof refreshToken !== 'string') throw providerMisbehaved(provider.name, `${what} sent a malformed refresh_token`);
+  if (refreshToken !== undefined && typeof refreshToken !== 'string')
+    throw providerMisbehaved(provider.name, `${what} sent a malformed refresh_token`);
   const expiresIn = Number(answer.expires_in);
   return {
     accessToken,

@@ -81,8 +81,12 @@ export function parseTransaction(json: string | undefined): OidcTransaction | un
   try {
     const value = JSON.parse(json) as Partial<OidcTransaction>;
     if (
-      typeof value.state === 'string' && typeof value.nonce === 'string' && typeof value.codeVerifier === 'string' &&
-      typeof value.returnTo === 'string' && typeof value.provider === 'string' && typeof value.createdAt === 'number'
+      typeof value.state === 'string' &&
+      typeof value.nonce === 'string' &&
+      typeof value.codeVerifier === 'string' &&
+      typeof value.returnTo === 'string' &&
+      typeof value.provider === 'string' &&
+      typeof value.createdAt === 'number'
     ) {
       return value as OidcTransaction;
     }

@@ -9,7 +9,14 @@ export {
   type ManagedUserDirectory,
   type RedisUserDirectoryOptions,
 } from './user-directory';
-export { hashPassword, verifyPasswordHash, parsePasswordHash, DEFAULT_SCRYPT_PARAMETERS, type ScryptParameters, type ParsedPasswordHash } from './password-hash';
+export {
+  hashPassword,
+  verifyPasswordHash,
+  parsePasswordHash,
+  DEFAULT_SCRYPT_PARAMETERS,
+  type ScryptParameters,
+  type ParsedPasswordHash,
+} from './password-hash';
 export {
   LoginThrottle,
   DEFAULT_ACCOUNT_LIMIT,

@@ -48,7 +48,8 @@ function checkLink(link: unknown, option: string): LoginLink {
   if (!l || typeof l !== 'object' || typeof l.href !== 'string' || typeof l.label !== 'string' || l.label.trim() === '') {
     fail(`${option} must be { href: '/login/…', label: 'Sign in with …' }, got ${JSON.stringify(link)}`);
   }
-  if (!/^\/(?!\/)/.test(l.href) && !/^https?:\/\//.test(l.href)) fail(`${option}.href must be a path starting with "/" or an http(s) URL, got "${l.href}"`);
+  if (!/^\/(?!\/)/.test(l.href) && !/^https?:\/\//.test(l.href))
+    fail(`${option}.href must be a path starting with "/" or an http(s) URL, got "${l.href}"`);
   return { href: l.href, label: l.label };
 }
 
@@ -81,7 +82,10 @@ function extendFormAction(res: Response, origins: readonly string[]): void {
   const current = res.getHeader('Content-Security-Policy');
   if (typeof current !== 'string' || origins.length === 0) return;
   const extra = origins.join(' ');
-  const directives = current.split(';').map((d) => d.trim()).filter(Boolean);
+  const directives = current
+    .split(';')
+    .map((d) => d.trim())
+    .filter(Boolean);
   const index = directives.findIndex((d) => d.toLowerCase().startsWith('form-action'));
   if (index === -1) return; // No form-action restriction: nothing to widen.
   directives[index] = `${directives[index]} ${extra}`;
@@ -119,7 +123,8 @@ export function loginPortal(options: LoginPortalOptions): Router {
   const providerLinks = (options.providers ?? []).map((link, i) => checkLink(link, `providers[${i}]`));
   const allowedOrigins = compileAllowedOrigins(options.allowedOrigins, 'loginPortal');
   const assetsPath = options.assetsPath ?? '/portal-assets';
-  if (typeof assetsPath !== 'string' || !/^\/[A-Za-z0-9/_-]*[A-Za-z0-9_-]$/.test(assetsPath)) fail(`assetsPath must be a path like "/portal-assets", got ${JSON.stringify(assetsPath)}`);
+  if (typeof assetsPath !== 'string' || !/^\/[A-Za-z0-9/_-]*[A-Za-z0-9_-]$/.test(assetsPath))
+    fail(`assetsPath must be a path like "/portal-assets", got ${JSON.stringify(assetsPath)}`);
 
   const router = Router();
   const parseForm = express.urlencoded({ extended: false, limit: '8kb', parameterLimit: 10 });
@@ -146,7 +151,10 @@ export function loginPortal(options: LoginPortalOptions): Router {
   function sendLoginPage(req: Request, res: Response, status: number, returnTo: string, error?: string, username?: string): void {
     const sso = context(req);
     const target = returnTo || sso.redirects.defaultUrl;
-    extendFormAction(res, [...new Set([new URL(target).origin, new URL(sso.redirects.defaultUrl).origin])].filter((o) => o !== `${req.protocol}://${req.host}`));
+    extendFormAction(
+      res,
+      [...new Set([new URL(target).origin, new URL(sso.redirects.defaultUrl).origin])].filter((o) => o !== `${req.protocol}://${req.host}`),
+    );
     allowSameOriginReferrer(res);
     res.status(status).setHeader('Cache-Control', 'no-store');
     res.type('html').send(
@@ -197,7 +205,14 @@ export function loginPortal(options: LoginPortalOptions): Router {
     if (!decision.allowed) {
       res.setHeader('Retry-After', String(decision.retryAfterSeconds));
       const minutes = Math.max(1, Math.ceil(decision.retryAfterSeconds / 60));
-      sendLoginPage(req, res, 429, returnTo, `Too many failed attempts. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`, username);
+      sendLoginPage(
+        req,
+        res,
+        429,
+        returnTo,
+        `Too many failed attempts. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`,
+        username,
+      );
       return;
     }
     const user = await users.verifyPassword(username, password);
@@ -207,7 +222,13 @@ export function loginPortal(options: LoginPortalOptions): Router {
       return;
     }
     await throttle.recordSuccess(username);
-    await establishLogin(req, { id: user.id, name: user.name, roles: user.roles, method: 'password', ...(user.attributes ? { attributes: user.attributes } : {}) });
+    await establishLogin(req, {
+      id: user.id,
+      name: user.name,
+      roles: user.roles,
+      method: 'password',
+      ...(user.attributes ? { attributes: user.attributes } : {}),
+    });
     // 302, as the kit's login contract states; browsers follow it with a GET, like a 303.
     res.redirect(302, returnTo || context(req).redirects.defaultUrl);
   });

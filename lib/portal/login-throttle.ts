@@ -25,8 +25,16 @@ export const DEFAULT_IP_LIMIT: Readonly<ThrottleLimit> = Object.freeze({ failure
 
 function validateLimit(limit: unknown, name: string): ThrottleLimit {
   const l = limit as Partial<ThrottleLimit> | null;
-  if (!l || !Number.isInteger(l.failures) || (l.failures as number) < 1 || !Number.isInteger(l.windowSeconds) || (l.windowSeconds as number) < 1) {
-    throw new TypeError(`LoginThrottle: ${name} must be { failures: positive integer, windowSeconds: positive integer }, e.g. { failures: 5, windowSeconds: 900 }`);
+  if (
+    !l ||
+    !Number.isInteger(l.failures) ||
+    (l.failures as number) < 1 ||
+    !Number.isInteger(l.windowSeconds) ||
+    (l.windowSeconds as number) < 1
+  ) {
+    throw new TypeError(
+      `LoginThrottle: ${name} must be { failures: positive integer, windowSeconds: positive integer }, e.g. { failures: 5, windowSeconds: 900 }`,
+    );
   }
   return { failures: l.failures as number, windowSeconds: l.windowSeconds as number };
 }
@@ -59,7 +67,8 @@ export class LoginThrottle {
     if (!store || typeof store.increment !== 'function') {
       throw new TypeError('LoginThrottle: pass the kit store (RedisStore or MemoryStore) as the first argument');
     }
-    if (options === null || typeof options !== 'object') throw new TypeError('LoginThrottle: options must be an object { perAccount, perIp }');
+    if (options === null || typeof options !== 'object')
+      throw new TypeError('LoginThrottle: options must be an object { perAccount, perIp }');
     this.perAccount = validateLimit(options.perAccount ?? DEFAULT_ACCOUNT_LIMIT, 'perAccount');
     this.perIp = validateLimit(options.perIp ?? DEFAULT_IP_LIMIT, 'perIp');
     this.namespace = options.namespace ?? 'login-throttle';

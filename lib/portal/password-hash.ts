@@ -42,8 +42,10 @@ function validateParameters(params: ScryptParameters, where: string): void {
   if (!Number.isInteger(N) || N < 2 || N > MAX_N || (N & (N - 1)) !== 0) {
     throw new TypeError(`${where}: N must be a power of two between 2 and ${MAX_N}, got ${String(N)}`);
   }
-  if (!Number.isInteger(r) || r < 1 || r > MAX_R) throw new TypeError(`${where}: r must be an integer between 1 and ${MAX_R}, got ${String(r)}`);
-  if (!Number.isInteger(p) || p < 1 || p > MAX_P) throw new TypeError(`${where}: p must be an integer between 1 and ${MAX_P}, got ${String(p)}`);
+  if (!Number.isInteger(r) || r < 1 || r > MAX_R)
+    throw new TypeError(`${where}: r must be an integer between 1 and ${MAX_R}, got ${String(r)}`);
+  if (!Number.isInteger(p) || p < 1 || p > MAX_P)
+    throw new TypeError(`${where}: p must be an integer between 1 and ${MAX_P}, got ${String(p)}`);
 }
 
 /**

@@ -59,7 +59,8 @@ export function renderLoginPage(model: LoginPageModel): string {
   const invalid = model.error ? ' aria-invalid="true" aria-describedby="login-error"' : '';
   const alert = model.error ? `<p class="alert" role="alert" id="login-error">${escapeHtml(model.error)}</p>` : '';
   const others: string[] = [];
-  if (model.qrLink) others.push(`<li><a class="button secondary" href="${escapeHtml(model.qrLink.href)}">${escapeHtml(model.qrLink.label)}</a></li>`);
+  if (model.qrLink)
+    others.push(`<li><a class="button secondary" href="${escapeHtml(model.qrLink.href)}">${escapeHtml(model.qrLink.label)}</a></li>`);
   for (const link of model.providerLinks) {
     others.push(`<li><a class="button secondary" href="${escapeHtml(link.href)}">${escapeHtml(link.label)}</a></li>`);
   }
@@ -105,7 +106,12 @@ export interface SessionsPageModel {
 }
 
 function formatTime(epochMillis: number): string {
-  return Number.isFinite(epochMillis) && epochMillis > 0 ? new Date(epochMillis).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC') : 'unknown';
+  return Number.isFinite(epochMillis) && epochMillis > 0
+    ? new Date(epochMillis)
+        .toISOString()
+        .replace('T', ' ')
+        .replace(/\.\d+Z$/, ' UTC')
+    : 'unknown';
 }
 
 /**

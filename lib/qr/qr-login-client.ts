@@ -45,7 +45,11 @@ function providerError(errcode: number, action: string): HttpError {
     return new UnauthorizedError({ code: 'qr_refresh_rejected', detail: 'The sign-in has expired. Please sign in again.', extensions });
   }
   if (BUSY.has(errcode)) {
-    return new ServiceUnavailableError({ code: 'qr_provider_busy', detail: 'The sign-in service is busy. Please try again in a moment.', extensions });
+    return new ServiceUnavailableError({
+      code: 'qr_provider_busy',
+      detail: 'The sign-in service is busy. Please try again in a moment.',
+      extensions,
+    });
   }
   return new BadGatewayError({
     code: 'qr_provider_refused',
@@ -54,9 +58,21 @@ function providerError(errcode: number, action: string): HttpError {
   });
 }
 
-async function call(settings: QrProviderClientSettings, path: string, method: 'GET' | 'POST', params: Record<string, string>, headers: Record<string, string> = {}, action: string): Promise<Record<string, unknown>> {
+async function call(
+  settings: QrProviderClientSettings,
+  path: string,
+  method: 'GET' | 'POST',
+  params: Record<string, string>,
+  headers: Record<string, string> = {},
+  action: string,
+): Promise<Record<string, unknown>> {
   const url = new URL(`${settings.providerUrl}${path}`);
-  const init: RequestInit = { method, headers: { accept: 'application/json', ...headers }, signal: AbortSignal.timeout(settings.timeoutMs), redirect: 'error' };
+  const init: RequestInit = {
+    method,
+    headers: { accept: 'application/json', ...headers },
+    signal: AbortSignal.timeout(settings.timeoutMs),
+    redirect: 'error',
+  };
   if (method === 'GET') {
     for (const [name, value] of Object.entries(params)) url.searchParams.set(name, value);
   } else {
@@ -70,7 +86,11 @@ async function call(settings: QrProviderClientSettings, path: string, method: 'G
     text = await res.text();
   } catch (error) {
     // Unreachable or too slow: nothing was decided, the user can retry once the provider is back.
-    throw new ServiceUnavailableError({ code: 'qr_provider_unavailable', detail: 'The sign-in service did not answer. Please try again shortly.', cause: error });
+    throw new ServiceUnavailableError({
+      code: 'qr_provider_unavailable',
+      detail: 'The sign-in service did not answer. Please try again shortly.',
+      cause: error,
+    });
   }
   let body: unknown;
   try {
@@ -82,17 +102,29 @@ async function call(settings: QrProviderClientSettings, path: string, method: 'G
   // WeChat answers errors with HTTP 200 and an errcode; the kit's provider with a 4xx and the same body.
   if (record && typeof record.errcode === 'number' && record.errcode !== 0) throw providerError(record.errcode, action);
   if (res.status === 503 || res.status === 429) {
-    throw new ServiceUnavailableError({ code: 'qr_provider_unavailable', detail: 'The sign-in service is unavailable. Please try again shortly.' });
+    throw new ServiceUnavailableError({
+      code: 'qr_provider_unavailable',
+      detail: 'The sign-in service is unavailable. Please try again shortly.',
+    });
   }
   if (!res.ok || !record) {
-    throw new BadGatewayError({ code: 'qr_provider_bad_response', detail: 'The sign-in service answered unexpectedly. Please try again later.' });
+    throw new BadGatewayError({
+      code: 'qr_provider_bad_response',
+      detail: 'The sign-in service answered unexpectedly. Please try again later.',
+    });
   }
   return record;
 }
 
 function tokensFrom(body: Record<string, unknown>, previousOpenid?: string): QrProviderTokens {
   const { access_token: accessToken, refresh_token: refreshToken, openid, expires_in: expiresIn, unionid, scope } = body;
-  if (typeof accessToken !== 'string' || typeof refreshToken !== 'string' || typeof openid !== 'string' || typeof expiresIn !== 'number' || expiresIn <= 0) {
+  if (
+    typeof accessToken !== 'string' ||
+    typeof refreshToken !== 'string' ||
+    typeof openid !== 'string' ||
+    typeof expiresIn !== 'number' ||
+    expiresIn <= 0
+  ) {
     throw new BadGatewayError({ code: 'qr_provider_bad_response', detail: 'The sign-in service answered without the expected tokens.' });
   }
   if (previousOpenid !== undefined && openid !== previousOpenid) {

@@ -81,9 +81,23 @@ export interface QrLoginProviderOptions {
 }
 
 const KNOWN_OPTIONS = new Set([
-  'store', 'apps', 'users', 'tokens', 'authenticateApp', 'publicUrl', 'openidSecret', 'qrValiditySeconds',
-  'testOnlyQrValiditySeconds', 'codeValiditySeconds', 'accessTokenLifetimeSeconds', 'subjectRetentionSeconds',
-  'requireSecretOnRefresh', 'wechatCompatibleStatus', 'rateLimits', 'bindingCookieName', 'loginUrl',
+  'store',
+  'apps',
+  'users',
+  'tokens',
+  'authenticateApp',
+  'publicUrl',
+  'openidSecret',
+  'qrValiditySeconds',
+  'testOnlyQrValiditySeconds',
+  'codeValiditySeconds',
+  'accessTokenLifetimeSeconds',
+  'subjectRetentionSeconds',
+  'requireSecretOnRefresh',
+  'wechatCompatibleStatus',
+  'rateLimits',
+  'bindingCookieName',
+  'loginUrl',
 ]);
 const STATE_SHAPE = /^[A-Za-z0-9._~-]{1,128}$/;
 const TRANSITIONS: readonly QrLoginTransition[] = ['scanned', 'confirmed', 'denied'];
@@ -93,7 +107,13 @@ function fail(message: string): never {
   throw new TypeError(`qrLoginProvider: ${message}`);
 }
 
-function integerIn(options: QrLoginProviderOptions, name: keyof QrLoginProviderOptions, fallback: number, min: number, max: number): number {
+function integerIn(
+  options: QrLoginProviderOptions,
+  name: keyof QrLoginProviderOptions,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
   const value = options[name];
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
@@ -116,8 +136,16 @@ function validate(options: QrLoginProviderOptions): ResolvedOptions {
   if (!options.store || typeof options.store.compareAndSet !== 'function') fail('store must be a KeyValueStore (e.g. new RedisStore(url))');
   if (!options.users || typeof options.users.findById !== 'function') fail('users must have findById(id) returning the user or null');
   const tokens = options.tokens as Partial<QrTokenIssuer> | undefined;
-  for (const method of ['issueAccessToken', 'verifyAccessToken', 'issueRefreshToken', 'rotateRefreshToken', 'revokeGrant', 'isRevoked'] as const) {
-    if (!tokens || typeof tokens[method] !== 'function') fail(`tokens must implement ${method}() (wrap the TokenService with qrTokenIssuer())`);
+  for (const method of [
+    'issueAccessToken',
+    'verifyAccessToken',
+    'issueRefreshToken',
+    'rotateRefreshToken',
+    'revokeGrant',
+    'isRevoked',
+  ] as const) {
+    if (!tokens || typeof tokens[method] !== 'function')
+      fail(`tokens must implement ${method}() (wrap the TokenService with qrTokenIssuer())`);
   }
   if (options.authenticateApp !== undefined && typeof options.authenticateApp !== 'function') {
     fail('authenticateApp must be a middleware such as requireBearer({ … })');
@@ -139,7 +167,8 @@ function validate(options: QrLoginProviderOptions): ResolvedOptions {
     } catch {
       fail(`publicUrl must be an absolute URL like "https://idp.example.test", got ${JSON.stringify(options.publicUrl)}`);
     }
-    if (url.pathname !== '/' || url.search || url.hash) fail('publicUrl must be an origin only, like "https://idp.example.test" (mount paths are taken from the request)');
+    if (url.pathname !== '/' || url.search || url.hash)
+      fail('publicUrl must be an origin only, like "https://idp.example.test" (mount paths are taken from the request)');
     publicOrigin = url.origin;
   }
   if (options.openidSecret !== undefined && Buffer.byteLength(options.openidSecret) < 32) {
@@ -152,12 +181,17 @@ function validate(options: QrLoginProviderOptions): ResolvedOptions {
     if (typeof options.rateLimits !== 'object') fail('rateLimits must be { qrconnectPerMinute, tokenPerMinute } or false');
     for (const [name, value] of Object.entries(options.rateLimits)) {
       if (name !== 'qrconnectPerMinute' && name !== 'tokenPerMinute') fail(`rateLimits has an unknown limit "${name}"`);
-      if (value !== undefined && (typeof value !== 'number' || !Number.isInteger(value) || value < 1)) fail(`rateLimits.${name} must be a positive whole number`);
+      if (value !== undefined && (typeof value !== 'number' || !Number.isInteger(value) || value < 1))
+        fail(`rateLimits.${name} must be a positive whole number`);
     }
   }
   const cookieName = options.bindingCookieName ?? 'qr_binding';
-  if (typeof cookieName !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(cookieName)) fail('bindingCookieName must be a plain cookie name like "qr_binding"');
-  if (options.loginUrl !== undefined && (typeof options.loginUrl !== 'string' || !options.loginUrl.startsWith('/') || options.loginUrl.startsWith('//'))) {
+  if (typeof cookieName !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(cookieName))
+    fail('bindingCookieName must be a plain cookie name like "qr_binding"');
+  if (
+    options.loginUrl !== undefined &&
+    (typeof options.loginUrl !== 'string' || !options.loginUrl.startsWith('/') || options.loginUrl.startsWith('//'))
+  ) {
     fail('loginUrl must be a path on this provider, like "/login"');
   }
   return { validitySeconds, codeValiditySeconds, publicOrigin, cookieName, loginUrl: options.loginUrl };
@@ -266,7 +300,8 @@ export function qrLoginProvider(options: QrLoginProviderOptions): Router {
         legacyHeaders: false,
         store: new KeyValueRateLimitStore({ store, prefix: 'rl:qrconnect:' }),
         keyGenerator: (req) => ipKeyGenerator(req.ip ?? 'unknown'),
-        handler: (_req, _res, next, used) => next(new TooManyRequestsError(used.windowMs / 1000, { detail: 'Too many QR codes requested. Wait a minute.' })),
+        handler: (_req, _res, next, used) =>
+          next(new TooManyRequestsError(used.windowMs / 1000, { detail: 'Too many QR codes requested. Wait a minute.' })),
       })
     : noLimit;
   const tokenLimiter: RequestHandler = limits
@@ -294,7 +329,10 @@ export function qrLoginProvider(options: QrLoginProviderOptions): Router {
 
   const scriptPath = '/sns/qr-login/qr-login.js';
   router.get(scriptPath, function qrLoginScript(_req, res) {
-    res.set({ 'Cache-Control': 'public, max-age=3600', 'X-Content-Type-Options': 'nosniff' }).type('application/javascript').send(QR_PAGE_SCRIPT);
+    res
+      .set({ 'Cache-Control': 'public, max-age=3600', 'X-Content-Type-Options': 'nosniff' })
+      .type('application/javascript')
+      .send(QR_PAGE_SCRIPT);
   });
 
   router.get(
@@ -370,7 +408,9 @@ export function qrLoginProvider(options: QrLoginProviderOptions): Router {
     '/sns/qr-logins/:authCode/status',
     guarded(async function qrLoginStatus(req, res) {
       const record = await loadBound(req);
-      res.set('Cache-Control', 'no-store').json({ status: effectiveStatus(record, Date.now()), expires_at: new Date(record.expiresAt).toISOString() });
+      res
+        .set('Cache-Control', 'no-store')
+        .json({ status: effectiveStatus(record, Date.now()), expires_at: new Date(record.expiresAt).toISOString() });
     }),
   );
 
@@ -406,7 +446,12 @@ export function qrLoginProvider(options: QrLoginProviderOptions): Router {
       send(effectiveStatus(current, Date.now()));
       if (closed) return;
       const untilExpiry = current.expiresAt - Date.now();
-      timers.push(setTimeout(() => void requests.get(authCode).then((latest) => send(latest ? effectiveStatus(latest, Date.now()) : 'expired')), Math.max(0, untilExpiry) + 50));
+      timers.push(
+        setTimeout(
+          () => void requests.get(authCode).then((latest) => send(latest ? effectiveStatus(latest, Date.now()) : 'expired')),
+          Math.max(0, untilExpiry) + 50,
+        ),
+      );
       const heartbeat = setInterval(() => {
         if (!closed) res.write(': keep-alive\n\n');
       }, SSE_HEARTBEAT_MS);
@@ -418,17 +463,28 @@ export function qrLoginProvider(options: QrLoginProviderOptions): Router {
     '/sns/qr-logins/:authCode/redirection',
     guarded(async function qrLoginRedirection(req, res) {
       const record = await requests.get(String(req.params.authCode));
-      if (!record) return sendPage(res, 404, renderMessagePage('Sign-in request not found', 'This sign-in request does not exist or has been cleaned up.'));
+      if (!record)
+        return sendPage(
+          res,
+          404,
+          renderMessagePage('Sign-in request not found', 'This sign-in request does not exist or has been cleaned up.'),
+        );
       const app = apps.get(record.appid);
       const retryUrl = app
         ? `${req.baseUrl}/sns/oauth2/qrconnect?${new URLSearchParams({ appid: record.appid, redirect_uri: record.redirectUri, response_type: 'code', scope: 'snsapi_login', state: record.state })}`
         : undefined;
       if (!hasBinding(req, cookieName, record.bindingHash)) {
-        return sendPage(res, 403, renderMessagePage('Wrong browser', 'This sign-in was started in another browser; only that browser can finish it.'));
+        return sendPage(
+          res,
+          403,
+          renderMessagePage('Wrong browser', 'This sign-in was started in another browser; only that browser can finish it.'),
+        );
       }
       const status = effectiveStatus(record, Date.now());
-      if (status === 'expired') return sendPage(res, 410, renderMessagePage('The code has expired', 'The QR code was not confirmed in time.', retryUrl));
-      if (status === 'denied') return sendPage(res, 403, renderMessagePage('Sign-in denied', 'The sign-in was denied on the phone.', retryUrl));
+      if (status === 'expired')
+        return sendPage(res, 410, renderMessagePage('The code has expired', 'The QR code was not confirmed in time.', retryUrl));
+      if (status === 'denied')
+        return sendPage(res, 403, renderMessagePage('Sign-in denied', 'The sign-in was denied on the phone.', retryUrl));
       if (status !== 'confirmed' || !record.code) {
         return sendPage(res, 409, renderMessagePage('Not confirmed yet', 'Confirm the sign-in on your phone first.'));
       }
@@ -479,8 +535,13 @@ export function qrLoginProvider(options: QrLoginProviderOptions): Router {
   const refusal = (reason: string, status?: QrLoginStatus) => {
     if (reason === 'not_found') return new NotFoundError({ code: 'qr_login_not_found', detail: 'No such QR login request.' });
     if (reason === 'expired') return new GoneError({ code: 'qr_login_expired', detail: 'The QR code has expired.' });
-    if (reason === 'not_scanner') return new ForbiddenError({ code: 'not_scanner', detail: 'Only the user who scanned the code may decide.' });
-    return new ConflictError({ code: 'illegal_transition', detail: `The request is ${status ?? 'in another state'}.`, extensions: { current_status: status } });
+    if (reason === 'not_scanner')
+      return new ForbiddenError({ code: 'not_scanner', detail: 'Only the user who scanned the code may decide.' });
+    return new ConflictError({
+      code: 'illegal_transition',
+      detail: `The request is ${status ?? 'in another state'}.`,
+      extensions: { current_status: status },
+    });
   };
 
   const patchBody = express.json({ limit: '2kb', type: 'application/json' });
@@ -498,7 +559,11 @@ export function qrLoginProvider(options: QrLoginProviderOptions): Router {
     .patch(
       identify,
       function requireJson(req, _res, next) {
-        next(req.is('application/json') ? undefined : new BadRequestError({ code: 'body_not_json', detail: 'Send the change as application/json.' }));
+        next(
+          req.is('application/json')
+            ? undefined
+            : new BadRequestError({ code: 'body_not_json', detail: 'Send the change as application/json.' }),
+        );
       },
       patchBody,
       guarded(async function updateQrLogin(req, res) {
@@ -509,7 +574,8 @@ export function qrLoginProvider(options: QrLoginProviderOptions): Router {
         } else {
           const { status, ...rest } = body as Record<string, unknown>;
           if (status === undefined) errors.push({ field: 'status', message: 'is required' });
-          else if (!TRANSITIONS.includes(status as QrLoginTransition)) errors.push({ field: 'status', message: `must be one of ${TRANSITIONS.join(', ')}` });
+          else if (!TRANSITIONS.includes(status as QrLoginTransition))
+            errors.push({ field: 'status', message: `must be one of ${TRANSITIONS.join(', ')}` });
           for (const field of Object.keys(rest)) errors.push({ field, message: 'is not a field of a QR login request' });
         }
         if (errors.length) throw new UnprocessableEntityError(errors);
@@ -597,8 +663,14 @@ export function qrLoginProvider(options: QrLoginProviderOptions): Router {
     res.locals.qrWeChatApi = true;
     next();
   });
-  router.route('/sns/oauth2/access_token').get(tokenLimiter, guarded(accessTokenEndpoint(context))).post(formOrJson, tokenLimiter, guarded(accessTokenEndpoint(context)));
-  router.route('/sns/oauth2/refresh_token').get(tokenLimiter, guarded(refreshTokenEndpoint(context))).post(formOrJson, tokenLimiter, guarded(refreshTokenEndpoint(context)));
+  router
+    .route('/sns/oauth2/access_token')
+    .get(tokenLimiter, guarded(accessTokenEndpoint(context)))
+    .post(formOrJson, tokenLimiter, guarded(accessTokenEndpoint(context)));
+  router
+    .route('/sns/oauth2/refresh_token')
+    .get(tokenLimiter, guarded(refreshTokenEndpoint(context)))
+    .post(formOrJson, tokenLimiter, guarded(refreshTokenEndpoint(context)));
   router.get('/sns/userinfo', tokenLimiter, guarded(userinfoEndpoint(context)));
   router.all(['/sns/oauth2/access_token', '/sns/oauth2/refresh_token'], methodNotAllowed(['GET', 'POST']));
   router.all('/sns/userinfo', methodNotAllowed(['GET']));

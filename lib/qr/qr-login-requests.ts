@@ -33,8 +33,7 @@ export interface QrCodeRecord {
 
 /** Result of {@link QrLoginRequests.transition}. */
 export type QrStoredTransitionResult =
-  | { ok: true; record: QrLoginRecord }
-  | { ok: false; reason: QrTransitionRefusal | 'not_found'; status?: QrLoginStatus };
+  { ok: true; record: QrLoginRecord } | { ok: false; reason: QrTransitionRefusal | 'not_found'; status?: QrLoginStatus };
 
 /** Result of {@link QrLoginRequests.redeemCode}. */
 export type QrRedeemResult =
@@ -135,7 +134,12 @@ export class QrLoginRequests {
    * Applies a transition atomically. When the compare-and-set loses against a concurrent writer the record is read
    * again and the transition re-judged, so the loser gets the right refusal (usually 409) rather than a retry.
    */
-  async transition(authCode: string, to: QrLoginTransition, userId: string, codeValiditySeconds: number): Promise<QrStoredTransitionResult> {
+  async transition(
+    authCode: string,
+    to: QrLoginTransition,
+    userId: string,
+    codeValiditySeconds: number,
+  ): Promise<QrStoredTransitionResult> {
     if (!isWellFormedToken(authCode)) return { ok: false, reason: 'not_found' };
     const key = QrLoginRequests.recordKey(authCode);
     for (let attempt = 0; attempt < 3; attempt += 1) {

@@ -46,7 +46,16 @@ export interface QrLoginHandlers {
 }
 
 const KNOWN_OPTIONS = new Set([
-  'providerUrl', 'appid', 'secret', 'redirectUri', 'exchangeMethod', 'userinfoTokenIn', 'mapUser', 'timeoutMs', 'stateLifetimeSeconds', 'maxPendingLogins',
+  'providerUrl',
+  'appid',
+  'secret',
+  'redirectUri',
+  'exchangeMethod',
+  'userinfoTokenIn',
+  'mapUser',
+  'timeoutMs',
+  'stateLifetimeSeconds',
+  'maxPendingLogins',
 ]);
 
 function fail(message: string): never {
@@ -62,17 +71,24 @@ function httpsOrLoopback(name: string, value: unknown): URL {
     fail(`${name} must be an absolute URL like "https://idp.example.test", got ${JSON.stringify(value)}`);
   }
   const loopback = isLoopbackHost(url.hostname);
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) fail(`${name} must use https (http only for loopback development), got "${value}"`);
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback))
+    fail(`${name} must use https (http only for loopback development), got "${value}"`);
   if (url.hash || url.search) fail(`${name} must have no query or fragment, got "${value}"`);
   return url;
 }
 
-function validate(options: QrLoginOptions): { settings: QrProviderClientSettings; stateLifetimeMs: number; maxPending: number; redirectUri: string } {
+function validate(options: QrLoginOptions): {
+  settings: QrProviderClientSettings;
+  stateLifetimeMs: number;
+  maxPending: number;
+  redirectUri: string;
+} {
   if (!options || typeof options !== 'object') fail('options are required: { providerUrl, appid, secret, redirectUri }');
   for (const key of Object.keys(options)) if (!KNOWN_OPTIONS.has(key)) fail(`unknown option "${key}"`);
   const provider = httpsOrLoopback('providerUrl', options.providerUrl);
   httpsOrLoopback('redirectUri', options.redirectUri);
-  if (typeof options.appid !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(options.appid)) fail('appid must be the app id registered at the provider');
+  if (typeof options.appid !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(options.appid))
+    fail('appid must be the app id registered at the provider');
   if (typeof options.secret !== 'string' || options.secret.length < 32) {
     fail('secret must be the app secret (at least 32 characters); read it from the environment, e.g. process.env.QR_SECRET');
   }
@@ -82,13 +98,22 @@ function validate(options: QrLoginOptions): { settings: QrProviderClientSettings
   if (userinfoTokenIn !== 'header' && userinfoTokenIn !== 'query') fail('userinfoTokenIn must be "header" or "query"');
   if (options.mapUser !== undefined && typeof options.mapUser !== 'function') fail('mapUser must be a function (userinfo) => user');
   const timeoutMs = options.timeoutMs ?? 5000;
-  if (!Number.isInteger(timeoutMs) || timeoutMs < 100 || timeoutMs > 60_000) fail('timeoutMs must be a whole number of milliseconds from 100 to 60000');
+  if (!Number.isInteger(timeoutMs) || timeoutMs < 100 || timeoutMs > 60_000)
+    fail('timeoutMs must be a whole number of milliseconds from 100 to 60000');
   const stateLifetimeSeconds = options.stateLifetimeSeconds ?? 600;
-  if (!Number.isInteger(stateLifetimeSeconds) || stateLifetimeSeconds < 60 || stateLifetimeSeconds > 3600) fail('stateLifetimeSeconds must be from 60 to 3600');
+  if (!Number.isInteger(stateLifetimeSeconds) || stateLifetimeSeconds < 60 || stateLifetimeSeconds > 3600)
+    fail('stateLifetimeSeconds must be from 60 to 3600');
   const maxPending = options.maxPendingLogins ?? 5;
   if (!Number.isInteger(maxPending) || maxPending < 1 || maxPending > 20) fail('maxPendingLogins must be from 1 to 20');
   return {
-    settings: { providerUrl: provider.href.replace(/\/$/, ''), appid: options.appid, secret: options.secret, exchangeMethod, userinfoTokenIn, timeoutMs },
+    settings: {
+      providerUrl: provider.href.replace(/\/$/, ''),
+      appid: options.appid,
+      secret: options.secret,
+      exchangeMethod,
+      userinfoTokenIn,
+      timeoutMs,
+    },
     stateLifetimeMs: stateLifetimeSeconds * 1000,
     maxPending,
     redirectUri: options.redirectUri,
@@ -155,7 +180,8 @@ export function qrLogin(options: QrLoginOptions): QrLoginHandlers {
   const qrconnectBase = `${settings.providerUrl}/sns/oauth2/qrconnect`;
 
   const requireSession = (req: Request, caller: string): void => {
-    if (!req.session || !req.sso) throw new Error(`qrLogin.${caller}: no shared session on this request; mount app.use(ssoSession({...})) first`);
+    if (!req.session || !req.sso)
+      throw new Error(`qrLogin.${caller}: no shared session on this request; mount app.use(ssoSession({...})) first`);
   };
 
   const login = async function qrLoginStart(req: Request, res: Response, next: NextFunction): Promise<void> {
@@ -171,7 +197,13 @@ export function qrLogin(options: QrLoginOptions): QrLoginHandlers {
         .slice(0, maxPending - 1);
       req.session.qrLogin = { ...req.session.qrLogin, pending: { ...Object.fromEntries(kept), [state]: { returnTo, createdAt: now } } };
       await saveSession(req);
-      const query = new URLSearchParams({ appid: settings.appid, redirect_uri: redirectUri, response_type: 'code', scope: 'snsapi_login', state });
+      const query = new URLSearchParams({
+        appid: settings.appid,
+        redirect_uri: redirectUri,
+        response_type: 'code',
+        scope: 'snsapi_login',
+        state,
+      });
       res.set('Cache-Control', 'no-store').redirect(302, `${qrconnectBase}?${query}`);
     } catch (error) {
       next(error);

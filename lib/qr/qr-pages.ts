@@ -1,4 +1,4 @@
-import QRCode from 'qrcode';
+import qrcode from 'qrcode-generator';
 import type { QrLoginStatus } from './qr-state';
 
 /**
@@ -28,13 +28,29 @@ function page(title: string, body: string, scriptUrl?: string): string {
 }
 
 /**
- * Renders the QR code of `text` as an inline SVG element (server-side, no script needed).
+ * Renders the QR code of `text` as an inline SVG element (server-side, no script needed): one path of dark
+ * modules with a quiet zone of two modules, scaled to 260 px.
  *
  * @example
  * const svg = await renderQrSvg('https://idp.example.test/sns/qr-logins/abc/confirmation');
  */
 export async function renderQrSvg(text: string): Promise<string> {
-  return QRCode.toString(text, { type: 'svg', errorCorrectionLevel: 'M', margin: 2, width: 260 });
+  const code = qrcode(0, 'M');
+  code.addData(text, 'Byte');
+  code.make();
+  const modules = code.getModuleCount();
+  const margin = 2;
+  const size = modules + margin * 2;
+  let path = '';
+  for (let row = 0; row < modules; row += 1) {
+    for (let col = 0; col < modules; col += 1) {
+      if (code.isDark(row, col)) path += `M${col + margin} ${row + margin}h1v1h-1z`;
+    }
+  }
+  return (
+    `<svg xmlns="http://www.w3.org/2000/svg" width="260" height="260" viewBox="0 0 ${size} ${size}" shape-rendering="crispEdges">` +
+    `<path fill="#ffffff" d="M0 0h${size}v${size}H0z"/><path fill="#000000" d="${path}"/></svg>`
+  );
 }
 
 /** What the QR page shows and where its script listens. */

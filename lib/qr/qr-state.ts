@@ -46,9 +46,7 @@ export interface QrLoginRecord {
 export type QrTransitionRefusal = 'expired' | 'illegal_transition' | 'not_scanner';
 
 /** Result of {@link applyTransition}. */
-export type QrTransitionResult =
-  | { ok: true; record: QrLoginRecord }
-  | { ok: false; reason: QrTransitionRefusal; status: QrLoginStatus };
+export type QrTransitionResult = { ok: true; record: QrLoginRecord } | { ok: false; reason: QrTransitionRefusal; status: QrLoginStatus };
 
 const ALLOWED: Record<QrLoginStatus, readonly QrLoginTransition[]> = {
   pending: ['scanned'],

@@ -15,7 +15,9 @@ export function qrTokenIssuer(service: TokenService, options: { accessTokenLifet
   if (!service || typeof service.issueAccessToken !== 'function') throw new TypeError('qrTokenIssuer: service must be a TokenService');
   const refreshTokens = service.refreshTokens;
   if (!refreshTokens) {
-    throw new TypeError('qrTokenIssuer: the TokenService needs a store (new TokenService({ keys, issuer, store })) for refresh tokens and revocation');
+    throw new TypeError(
+      'qrTokenIssuer: the TokenService needs a store (new TokenService({ keys, issuer, store })) for refresh tokens and revocation',
+    );
   }
   const lifetime = options.accessTokenLifetimeSeconds ?? 7200;
   if (refreshTokens.accessTokenTtlSeconds < lifetime) {
@@ -38,7 +40,13 @@ export function qrTokenIssuer(service: TokenService, options: { accessTokenLifet
       const next = await refreshTokens.rotate(refreshToken, clientId);
       const { record } = next;
       if (!record.grantId) throw new TypeError('qrTokenIssuer: the refresh token belongs to no grant');
-      return { refreshToken: next.token, subject: record.subject, clientId: record.clientId, grantId: record.grantId, scope: record.scope ?? 'snsapi_login' };
+      return {
+        refreshToken: next.token,
+        subject: record.subject,
+        clientId: record.clientId,
+        grantId: record.grantId,
+        scope: record.scope ?? 'snsapi_login',
+      };
     },
     revokeGrant: (grantId) => service.revokeGrant(grantId),
     isRevoked: (claims) => service.isRevoked(claims),

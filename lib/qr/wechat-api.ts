@@ -241,7 +241,8 @@ export function weChatErrorRenderer(context: Pick<WeChatApiContext, 'wechatCompa
     let apiError: WeChatApiError;
     if (error instanceof WeChatApiError) apiError = error;
     else if (isOutage(error)) apiError = new WeChatApiError('system_busy', { headers: { 'Retry-After': '5' }, cause: error });
-    else if ((error as { status?: unknown })?.status === 429) apiError = new WeChatApiError('rate_limited', { headers: (error as { headers?: Record<string, string> }).headers ?? {} });
+    else if ((error as { status?: unknown })?.status === 429)
+      apiError = new WeChatApiError('rate_limited', { headers: (error as { headers?: Record<string, string> }).headers ?? {} });
     else if (typeof (error as { status?: unknown })?.status === 'number' && (error as { expose?: unknown }).expose === true) {
       apiError = new WeChatApiError('bad_request');
     } else {

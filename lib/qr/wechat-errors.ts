@@ -49,7 +49,9 @@ export class WeChatApiError extends HttpError {
   constructor(which: WeChatErrorName, options: { headers?: Record<string, string>; cause?: unknown } = {}) {
     const entry = WECHAT_ERRORS[which];
     // A refused access token gets the Bearer challenge of RFC 6750, as every 401 of the kit carries one.
-    const challenge: Record<string, string> = BEARER_ERRORS.has(which) ? { 'WWW-Authenticate': 'Bearer realm="qr-login", error="invalid_token"' } : {};
+    const challenge: Record<string, string> = BEARER_ERRORS.has(which)
+      ? { 'WWW-Authenticate': 'Bearer realm="qr-login", error="invalid_token"' }
+      : {};
     super(entry.status, {
       code: which,
       detail: entry.errmsg,

@@ -1,3 +1,10 @@
 export { createPolicy, type Policy, type PolicyOptions, type RoleDefinition, type PermissionSubject } from './policy';
-export { parsePermission, formatPermission, isConcreteRequest, type Permission, type PermissionObject, type ParsedPermission } from './permission';
+export {
+  parsePermission,
+  formatPermission,
+  isConcreteRequest,
+  type Permission,
+  type PermissionObject,
+  type ParsedPermission,
+} from './permission';
 export { requirePermission, type RequirePermissionOptions, type PermissionCheckContext } from './require-permission';

@@ -43,7 +43,7 @@ export function isConcreteRequest(action: unknown, resource: unknown): boolean {
 }
 
 function describe(permission: unknown): string {
-  return typeof permission === 'string' ? `"${permission}"` : JSON.stringify(permission) ?? String(permission);
+  return typeof permission === 'string' ? `"${permission}"` : (JSON.stringify(permission) ?? String(permission));
 }
 
 function parseResource(resource: string, where: string, original: unknown): Pick<ParsedPermission, 'resource' | 'kind'> {
@@ -84,7 +84,9 @@ export function parsePermission(permission: Permission, where = 'parsePermission
     resource = permission.resource;
     const extra = Object.keys(permission).filter((key) => key !== 'action' && key !== 'resource');
     if (extra.length > 0) {
-      throw new TypeError(`${where}: malformed permission ${describe(permission)}: only "action" and "resource" are allowed, got "${extra.join('", "')}"`);
+      throw new TypeError(
+        `${where}: malformed permission ${describe(permission)}: only "action" and "resource" are allowed, got "${extra.join('", "')}"`,
+      );
     }
   } else {
     throw new TypeError(`${where}: malformed permission ${describe(permission)}: give a string "action:resource" or { action, resource }`);

@@ -44,16 +44,20 @@ function rolesOf(subject: PermissionSubject | readonly string[] | null | undefin
 }
 
 function validateRole(name: string, definition: unknown): asserts definition is RoleDefinition {
-  if (name.length === 0 || CONTROL.test(name)) throw new TypeError(`createPolicy: role names must be non-empty printable strings, got ${JSON.stringify(name)}`);
+  if (name.length === 0 || CONTROL.test(name))
+    throw new TypeError(`createPolicy: role names must be non-empty printable strings, got ${JSON.stringify(name)}`);
   if (definition === null || typeof definition !== 'object' || Array.isArray(definition)) {
     throw new TypeError(`createPolicy: role "${name}" must be an object { permissions: [...], inherits?: [...] }`);
   }
   for (const key of Object.keys(definition)) {
-    if (!ROLE_KEYS.has(key)) throw new TypeError(`createPolicy: role "${name}" has an unknown option "${key}"; use "permissions" and "inherits"`);
+    if (!ROLE_KEYS.has(key))
+      throw new TypeError(`createPolicy: role "${name}" has an unknown option "${key}"; use "permissions" and "inherits"`);
   }
   const { permissions, inherits } = definition as { permissions?: unknown; inherits?: unknown };
   if (!Array.isArray(permissions)) {
-    throw new TypeError(`createPolicy: role "${name}" needs permissions: an array such as ["read:reports"] (it may be empty when the role only inherits)`);
+    throw new TypeError(
+      `createPolicy: role "${name}" needs permissions: an array such as ["read:reports"] (it may be empty when the role only inherits)`,
+    );
   }
   if (inherits !== undefined && (!Array.isArray(inherits) || inherits.some((role) => typeof role !== 'string'))) {
     throw new TypeError(`createPolicy: role "${name}": inherits must be an array of role names`);
@@ -76,7 +80,13 @@ function validateRole(name: string, definition: unknown): asserts definition is 
  * policy.can(req.user, 'write', 'reports:42'); // true for an editor
  */
 export function createPolicy(options: PolicyOptions): Policy {
-  if (options === null || typeof options !== 'object' || options.roles === null || typeof options.roles !== 'object' || Array.isArray(options.roles)) {
+  if (
+    options === null ||
+    typeof options !== 'object' ||
+    options.roles === null ||
+    typeof options.roles !== 'object' ||
+    Array.isArray(options.roles)
+  ) {
     throw new TypeError('createPolicy: pass { roles: { <name>: { permissions: [...], inherits?: [...] } } }');
   }
   const definitions = new Map<string, RoleDefinition>();

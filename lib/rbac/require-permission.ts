@@ -84,7 +84,11 @@ function asDependencyError(error: unknown, what: string): unknown {
   if (error instanceof HttpError) return error;
   const code = (error as { code?: unknown } | null)?.code;
   if (error instanceof StoreUnavailableError || (typeof code === 'string' && NETWORK_CODES.has(code))) {
-    return new ServiceUnavailableError({ code: `${what}_unavailable`, detail: 'Permissions cannot be checked right now. Try again shortly.', cause: error });
+    return new ServiceUnavailableError({
+      code: `${what}_unavailable`,
+      detail: 'Permissions cannot be checked right now. Try again shortly.',
+      cause: error,
+    });
   }
   return error;
 }
@@ -104,23 +108,32 @@ function validate(action: unknown, resource: unknown, options: RequirePermission
       `requirePermission: resource must be a name like "reports" or "reports:42" (no wildcard), or a function (req) => string, got ${JSON.stringify(resource)}`,
     );
   }
-  if (options === null || typeof options !== 'object') throw new TypeError('requirePermission: pass options with a policy: { policy: createPolicy({...}) }');
+  if (options === null || typeof options !== 'object')
+    throw new TypeError('requirePermission: pass options with a policy: { policy: createPolicy({...}) }');
   for (const key of Object.keys(options)) {
-    if (!OPTION_KEYS.has(key)) throw new TypeError(`requirePermission: unknown option "${key}"; known options are ${[...OPTION_KEYS].join(', ')}`);
+    if (!OPTION_KEYS.has(key))
+      throw new TypeError(`requirePermission: unknown option "${key}"; known options are ${[...OPTION_KEYS].join(', ')}`);
   }
   if (!options.policy || typeof options.policy.can !== 'function') {
     throw new TypeError('requirePermission: options.policy is required; build it once with createPolicy({ roles })');
   }
   const { rolesClaim } = options;
   const claimPath = typeof rolesClaim === 'string' ? [rolesClaim] : rolesClaim;
-  if (claimPath !== undefined && (!Array.isArray(claimPath) || claimPath.length === 0 || claimPath.some((name) => typeof name !== 'string' || name === ''))) {
+  if (
+    claimPath !== undefined &&
+    (!Array.isArray(claimPath) || claimPath.length === 0 || claimPath.some((name) => typeof name !== 'string' || name === ''))
+  ) {
     throw new TypeError('requirePermission: rolesClaim must be a claim name like "roles" or a path like ["realm_access", "roles"]');
   }
   for (const name of ['loadRoles', 'check'] as const) {
-    if (options[name] !== undefined && typeof options[name] !== 'function') throw new TypeError(`requirePermission: ${name} must be a function (req, …)`);
+    if (options[name] !== undefined && typeof options[name] !== 'function')
+      throw new TypeError(`requirePermission: ${name} must be a function (req, …)`);
   }
   const { scopePermissions, challenge } = options;
-  if (scopePermissions !== undefined && (scopePermissions === null || typeof scopePermissions !== 'object' || Array.isArray(scopePermissions))) {
+  if (
+    scopePermissions !== undefined &&
+    (scopePermissions === null || typeof scopePermissions !== 'object' || Array.isArray(scopePermissions))
+  ) {
     throw new TypeError("requirePermission: scopePermissions must map scopes to permissions, e.g. { 'reports.read': ['read:reports'] }");
   }
   if (challenge !== undefined && challenge !== false && (typeof challenge !== 'string' || challenge === '' || /[\r\n]/.test(challenge))) {
@@ -161,7 +174,8 @@ export function requirePermission(
   const identify = (req: Request): Identity | undefined => {
     // A verified token is an explicit credential of this very request, unlike an ambient cookie, so it wins.
     const claims = req.auth?.claims as Record<string, unknown> | undefined;
-    if (claims && typeof claims === 'object') return { source: 'token', roles: stringList(claimAt(claims, claimPath)), scopes: scopesOf(claims) };
+    if (claims && typeof claims === 'object')
+      return { source: 'token', roles: stringList(claimAt(claims, claimPath)), scopes: scopesOf(claims) };
     const user = req.user ?? req.session?.user;
     if (user) return { source: 'session', roles: stringList(user.roles), scopes: [] };
     return undefined;
@@ -197,7 +211,9 @@ export function requirePermission(
   const denied = (target: string) =>
     new ForbiddenError({
       code: 'permission_denied',
-      detail: isConcreteRequest(action, target) ? `You are not allowed to ${action} ${target}.` : `You are not allowed to ${action} this resource.`,
+      detail: isConcreteRequest(action, target)
+        ? `You are not allowed to ${action} ${target}.`
+        : `You are not allowed to ${action} this resource.`,
     });
 
   const finish = async (req: Request, identity: Identity, target: string, next: NextFunction): Promise<void> => {
@@ -235,7 +251,13 @@ export function requirePermission(
     if (!identity) {
       // With a session (or a token middleware that ran and set req.auth to undefined) the request is simply anonymous.
       if (req.session || Object.prototype.hasOwnProperty.call(req, 'auth')) {
-        next(new UnauthorizedError({ code: 'authentication_required', detail: 'Log in to access this resource.', headers: unauthorizedHeaders }));
+        next(
+          new UnauthorizedError({
+            code: 'authentication_required',
+            detail: 'Log in to access this resource.',
+            headers: unauthorizedHeaders,
+          }),
+        );
         return;
       }
       next(

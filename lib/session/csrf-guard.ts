@@ -64,7 +64,8 @@ export function checkRequestOrigin(facts: OriginFacts, allowed: ReadonlySet<stri
  */
 export function compileAllowedOrigins(origins: unknown, caller: string): ReadonlySet<string> {
   if (origins === undefined) return new Set();
-  if (!Array.isArray(origins)) throw new TypeError(`${caller}: allowedOrigins must be an array of origins like "https://admin.example.test"`);
+  if (!Array.isArray(origins))
+    throw new TypeError(`${caller}: allowedOrigins must be an array of origins like "https://admin.example.test"`);
   return new Set(
     origins.map((origin: unknown) => {
       let parsed: URL | undefined;
@@ -124,7 +125,8 @@ export function csrfGuard(options: CsrfGuardOptions = {}): RequestHandler {
   if (arguments.length === 3 || (typeof options === 'object' && options !== null && 'socket' in options)) {
     throw new TypeError('csrfGuard: it is a factory: write app.use(csrfGuard()), not app.use(csrfGuard)');
   }
-  if (options === null || typeof options !== 'object') throw new TypeError('csrfGuard: options must be an object, e.g. { allowedOrigins: [...] }');
+  if (options === null || typeof options !== 'object')
+    throw new TypeError('csrfGuard: options must be an object, e.g. { allowedOrigins: [...] }');
   const allowed = compileAllowedOrigins(options.allowedOrigins, 'csrfGuard');
   return function csrfGuardMiddleware(req: Request, _res: Response, next: NextFunction): void {
     if (SAFE_METHODS.has(req.method) || req.headers.cookie === undefined) {

@@ -49,7 +49,8 @@ export async function establishLogin(req: Request, user: LoginUser, options: Est
   const runtime = runtimeOf(req, 'establishLogin');
   checkUser(user);
   const tags = options.tags === undefined ? [] : [...options.tags];
-  if (!tags.every((tag) => typeof tag === 'string' && tag !== '' && tag.length <= 512)) fail('tags must be non-empty strings of at most 512 characters');
+  if (!tags.every((tag) => typeof tag === 'string' && tag !== '' && tag.length <= 512))
+    fail('tags must be non-empty strings of at most 512 characters');
   if (runtime.cookie.secure && !req.secure) {
     // express-session would silently drop a Secure cookie on what Express believes is plain http.
     throw new Error(

@@ -7,10 +7,4 @@ export { createRedirectPolicy, isSafeRedirect, MAX_REDIRECT_LENGTH, type Redirec
 export { csrfGuard, checkRequestOrigin, type CsrfGuardOptions, type OriginFacts, type OriginRefusal } from './csrf-guard';
 export { validateCookieDomain } from './cookie-domain';
 export { judgeSession, storeTtlMillis, type SessionLimits, type SessionVerdict } from './session-lifetime';
-export type {
-  SessionSummary,
-  SessionManager,
-  RedirectPolicy,
-  SessionCookieSettings,
-  SsoRequestContext,
-} from './types';
+export type { SessionSummary, SessionManager, RedirectPolicy, SessionCookieSettings, SsoRequestContext } from './types';

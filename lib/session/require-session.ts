@@ -39,7 +39,8 @@ export function requireSession(options: RequireSessionOptions = {}): RequestHand
   if (arguments.length === 3 || (typeof options === 'object' && options !== null && 'socket' in options)) {
     throw new TypeError('requireSession: it is a factory: write app.use(requireSession()), not app.use(requireSession)');
   }
-  if (options === null || typeof options !== 'object') throw new TypeError('requireSession: options must be an object, e.g. { csrf: true }');
+  if (options === null || typeof options !== 'object')
+    throw new TypeError('requireSession: options must be an object, e.g. { csrf: true }');
   let loginOverride: string | undefined;
   let loginOverrideUrl: string | undefined;
   if (options.loginUrl !== undefined) {
@@ -50,7 +51,9 @@ export function requireSession(options: RequireSessionOptions = {}): RequestHand
       url = undefined;
     }
     if (!url || !/^https?:$/.test(url.protocol) || url.hash) {
-      throw new TypeError(`requireSession: loginUrl must be an absolute http(s) URL such as "https://auth.example.test/login", got ${JSON.stringify(options.loginUrl)}`);
+      throw new TypeError(
+        `requireSession: loginUrl must be an absolute http(s) URL such as "https://auth.example.test/login", got ${JSON.stringify(options.loginUrl)}`,
+      );
     }
     loginOverrideUrl = url.href;
     loginOverride = loginRedirectPrefix(url.href);
@@ -59,7 +62,8 @@ export function requireSession(options: RequireSessionOptions = {}): RequestHand
   if (typeof csrf !== 'boolean' && (typeof csrf !== 'object' || csrf === null)) {
     throw new TypeError('requireSession: csrf must be true, false or { allowedOrigins: [...] }');
   }
-  const csrfOrigins = csrf === false ? undefined : compileAllowedOrigins(csrf === true ? undefined : csrf.allowedOrigins, 'requireSession: csrf');
+  const csrfOrigins =
+    csrf === false ? undefined : compileAllowedOrigins(csrf === true ? undefined : csrf.allowedOrigins, 'requireSession: csrf');
 
   function refuse(req: Request, res: Response, next: NextFunction, runtime: SsoRuntime): void {
     const prefix = loginOverride ?? runtime.loginRedirectPrefix;

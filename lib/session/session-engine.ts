@@ -65,7 +65,8 @@ function sign(sessionId: string, key: KeyObject): string {
  */
 export function unsignSessionId(value: string, keys: readonly KeyObject[]): string | undefined {
   const dot = value.lastIndexOf('.');
-  if (dot < 3 || value.length - dot - 1 !== 43 || value.charCodeAt(0) !== 115 /* s */ || value.charCodeAt(1) !== 58 /* : */) return undefined;
+  if (dot < 3 || value.length - dot - 1 !== 43 || value.charCodeAt(0) !== 115 /* s */ || value.charCodeAt(1) !== 58 /* : */)
+    return undefined;
   const sessionId = value.slice(2, dot);
   const given = Buffer.from(value.slice(dot + 1), 'latin1');
   for (const key of keys) {
@@ -211,4 +212,3 @@ export function createSessionEngine(settings: SessionEngineSettings): (req: Requ
     );
   };
 }
-

@@ -25,7 +25,11 @@ export interface SessionManagerSettings {
 export function asOutage(error: unknown): unknown {
   if (error instanceof ServiceUnavailableError) return error;
   return isStoreOutage(error)
-    ? new ServiceUnavailableError({ code: 'store_unavailable', detail: 'The session store is unavailable. Try again shortly.', cause: error })
+    ? new ServiceUnavailableError({
+        code: 'store_unavailable',
+        detail: 'The session store is unavailable. Try again shortly.',
+        cause: error,
+      })
     : error;
 }
 

@@ -230,7 +230,8 @@ export class SsoRedisSessionStore extends ConnectRedisStore implements EngineSto
     this.reads = new BatchedGet(redis);
     // The idle timer is refreshed by re-saving, never by a separate EXPIRE per request.
     Object.defineProperty(this, 'touch', { value: undefined, enumerable: false });
-    if (!('ssoSessionCompareAndSet' in redis)) redis.defineCommand('ssoSessionCompareAndSet', { numberOfKeys: 1, lua: SESSION_COMPARE_AND_SET });
+    if (!('ssoSessionCompareAndSet' in redis))
+      redis.defineCommand('ssoSessionCompareAndSet', { numberOfKeys: 1, lua: SESSION_COMPARE_AND_SET });
   }
 
   loadLive(sessionId: string): Promise<LoadedSession | null> {

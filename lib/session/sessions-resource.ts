@@ -28,7 +28,8 @@ export function sessionsResource(options: SessionsResourceOptions = {}): Router 
   if (arguments.length === 3 || (typeof options === 'object' && options !== null && 'socket' in options)) {
     throw new TypeError('sessionsResource: it is a factory: write app.use(sessionsResource()), not app.use(sessionsResource)');
   }
-  if (options === null || typeof options !== 'object') throw new TypeError('sessionsResource: options must be an object, e.g. { path: "/sessions" }');
+  if (options === null || typeof options !== 'object')
+    throw new TypeError('sessionsResource: options must be an object, e.g. { path: "/sessions" }');
   const path = options.path ?? '/sessions';
   if (typeof path !== 'string' || !/^\/[A-Za-z0-9._~\-/]*[A-Za-z0-9._~-]$/.test(path)) {
     throw new TypeError(`sessionsResource: path must be a plain path such as "/sessions", got ${JSON.stringify(path)}`);
@@ -37,14 +38,21 @@ export function sessionsResource(options: SessionsResourceOptions = {}): Router 
   if (typeof csrf !== 'boolean' && (typeof csrf !== 'object' || csrf === null)) {
     throw new TypeError('sessionsResource: csrf must be true, false or { allowedOrigins: [...] }');
   }
-  const csrfOrigins = csrf === false ? undefined : compileAllowedOrigins(csrf === true ? undefined : csrf.allowedOrigins, 'sessionsResource: csrf');
+  const csrfOrigins =
+    csrf === false ? undefined : compileAllowedOrigins(csrf === true ? undefined : csrf.allowedOrigins, 'sessionsResource: csrf');
 
   function requireLogin(req: Request, _res: Response, next: NextFunction): void {
     const runtime = runtimeOf(req, 'sessionsResource');
     const user = req.session?.user;
     const verdict = judgeSession(req.session?.meta, Date.now(), runtime.limits);
     if (user === undefined || (verdict !== 'live' && verdict !== 'touch')) {
-      next(new UnauthorizedError({ code: 'session_required', detail: 'Log in to see your sessions.', extensions: { login_url: runtime.loginUrl } }));
+      next(
+        new UnauthorizedError({
+          code: 'session_required',
+          detail: 'Log in to see your sessions.',
+          extensions: { login_url: runtime.loginUrl },
+        }),
+      );
       return;
     }
     if (csrfOrigins !== undefined) {

@@ -71,8 +71,13 @@ function looksLikeRequest(value: unknown): boolean {
 }
 
 function isKeyValueStore(value: unknown): value is KeyValueStore {
-  return typeof value === 'object' && value !== null && typeof (value as KeyValueStore).get === 'function' &&
-    typeof (value as KeyValueStore).addToSet === 'function' && ((value as KeyValueStore).kind === 'redis' || (value as KeyValueStore).kind === 'memory');
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as KeyValueStore).get === 'function' &&
+    typeof (value as KeyValueStore).addToSet === 'function' &&
+    ((value as KeyValueStore).kind === 'redis' || (value as KeyValueStore).kind === 'memory')
+  );
 }
 
 interface ResolvedOptions {
@@ -90,15 +95,18 @@ interface ResolvedOptions {
 
 function resolveOptions(options: SsoSessionOptions): ResolvedOptions {
   if (options === null || typeof options !== 'object') {
-    fail("pass options: app.use(ssoSession({ redis, cookieDomain, secret, loginUrl }))");
+    fail('pass options: app.use(ssoSession({ redis, cookieDomain, secret, loginUrl }))');
   }
   const cookieDomain = validateCookieDomain(options.cookieDomain, 'ssoSession: cookieDomain');
 
-  const secretList = typeof options.secret === 'string' ? [options.secret] : Array.isArray(options.secret) ? [...options.secret] : undefined;
+  const secretList =
+    typeof options.secret === 'string' ? [options.secret] : Array.isArray(options.secret) ? [...options.secret] : undefined;
   if (!secretList || secretList.length === 0) fail('secret must be a string of at least 32 characters (or an array of them for rotation)');
   secretList.forEach((secret, position) => {
     if (typeof secret !== 'string' || secret.length < 32) {
-      fail(`secret${secretList.length > 1 ? `[${position}]` : ''} must be at least 32 characters; generate one with \`openssl rand -base64 48\``);
+      fail(
+        `secret${secretList.length > 1 ? `[${position}]` : ''} must be at least 32 characters; generate one with \`openssl rand -base64 48\``,
+      );
     }
   });
 
@@ -106,17 +114,23 @@ function resolveOptions(options: SsoSessionOptions): ResolvedOptions {
   if (typeof secureCookie !== 'boolean') fail('secureCookie must be a boolean');
   if (!secureCookie) {
     if (options.allowInsecureCookieForLocalDevelopment !== true) {
-      fail('secureCookie: false sends the session over plain http; also set allowInsecureCookieForLocalDevelopment: true if this is local development');
+      fail(
+        'secureCookie: false sends the session over plain http; also set allowInsecureCookieForLocalDevelopment: true if this is local development',
+      );
     }
     if (!insecureWarningShown) {
       insecureWarningShown = true;
-      console.warn('[express-sso-kit] ssoSession: the session cookie is not Secure (allowInsecureCookieForLocalDevelopment). Never do this in production.');
+      console.warn(
+        '[express-sso-kit] ssoSession: the session cookie is not Secure (allowInsecureCookieForLocalDevelopment). Never do this in production.',
+      );
     }
   }
 
   const cookieName = options.cookieName ?? 'sso.sid';
-  if (typeof cookieName !== 'string' || !COOKIE_NAME.test(cookieName)) fail(`cookieName must be a cookie token such as "sso.sid", got ${JSON.stringify(cookieName)}`);
-  if (cookieName.startsWith('__Host-')) fail('cookieName cannot start with "__Host-": such cookies may not carry the Domain this kit needs; use "__Secure-" or no prefix');
+  if (typeof cookieName !== 'string' || !COOKIE_NAME.test(cookieName))
+    fail(`cookieName must be a cookie token such as "sso.sid", got ${JSON.stringify(cookieName)}`);
+  if (cookieName.startsWith('__Host-'))
+    fail('cookieName cannot start with "__Host-": such cookies may not carry the Domain this kit needs; use "__Secure-" or no prefix');
   if (cookieName.startsWith('__Secure-') && !secureCookie) fail('cookieName "__Secure-…" needs secureCookie: true');
 
   const idle = positiveSeconds('idleTimeoutSeconds', options.idleTimeoutSeconds, 1800);
@@ -124,10 +138,13 @@ function resolveOptions(options: SsoSessionOptions): ResolvedOptions {
   if (absolute < idle) fail(`absoluteTimeoutSeconds (${absolute}) must be at least idleTimeoutSeconds (${idle})`);
   const touchAfter = options.touchAfterSeconds ?? Math.min(60, idle / 10);
   if (typeof touchAfter !== 'number' || !Number.isFinite(touchAfter) || touchAfter < 0 || touchAfter >= idle) {
-    fail(`touchAfterSeconds must be a number of seconds from 0 up to below idleTimeoutSeconds (${idle}), got ${String(options.touchAfterSeconds)}`);
+    fail(
+      `touchAfterSeconds must be a number of seconds from 0 up to below idleTimeoutSeconds (${idle}), got ${String(options.touchAfterSeconds)}`,
+    );
   }
 
-  if (typeof options.loginUrl !== 'string') fail(`loginUrl must be the absolute URL of the login page, e.g. "https://auth.${cookieDomain}/login"`);
+  if (typeof options.loginUrl !== 'string')
+    fail(`loginUrl must be the absolute URL of the login page, e.g. "https://auth.${cookieDomain}/login"`);
   let login: URL;
   try {
     login = new URL(options.loginUrl);
@@ -195,7 +212,11 @@ export function ssoSession(options: SsoSessionOptions): SsoSessionMiddleware {
   const resolved = resolveOptions(options);
   const { store, limits, cookie } = resolved;
 
-  const handleKey = createSecretKey(createHmac('sha256', resolved.secrets[0] as string).update('express-sso-kit session handle').digest());
+  const handleKey = createSecretKey(
+    createHmac('sha256', resolved.secrets[0] as string)
+      .update('express-sso-kit session handle')
+      .digest(),
+  );
   const manager = new KitSessionManager(store, { sessionPrefix: resolved.sessionPrefix, limits, handleKey, ownsStore: resolved.ownsStore });
   const hooks = {
     limits,

@@ -34,7 +34,8 @@ export class BatchedGet {
 
   constructor(client: RedisClient, options: BatchedGetOptions = {}) {
     const maxBatch = options.maxBatch ?? 128;
-    if (!Number.isInteger(maxBatch) || maxBatch < 1) throw new TypeError(`BatchedGet: maxBatch must be a positive integer, got ${String(options.maxBatch)}`);
+    if (!Number.isInteger(maxBatch) || maxBatch < 1)
+      throw new TypeError(`BatchedGet: maxBatch must be a positive integer, got ${String(options.maxBatch)}`);
     this.client = client;
     this.maxBatch = maxBatch;
     this.batching = !isCluster(client);

@@ -54,7 +54,9 @@ function resolveReplicaWait(given: RedisStoreOptions['waitForReplicas'], client:
     throw new TypeError(`RedisStore: waitForReplicas.replicas must be a whole number of replicas of at least 1, got ${String(replicas)}`);
   }
   if (!Number.isInteger(timeoutMs) || timeoutMs < 1) {
-    throw new TypeError(`RedisStore: waitForReplicas.timeoutMs must be a positive whole number of milliseconds, got ${String(option.timeoutMs)}`);
+    throw new TypeError(
+      `RedisStore: waitForReplicas.timeoutMs must be a positive whole number of milliseconds, got ${String(option.timeoutMs)}`,
+    );
   }
   if (commandTimeout !== undefined && timeoutMs >= commandTimeout) {
     throw new TypeError(
@@ -133,7 +135,10 @@ export class RedisStore implements KeyValueStore {
       if (this.ownsClient) this.client.disconnect();
       throw error;
     }
-    for (const [name, lua] of [['ssoCompareAndSet', COMPARE_AND_SET], ['ssoIncrementInWindow', INCREMENT_IN_WINDOW]] as const) {
+    for (const [name, lua] of [
+      ['ssoCompareAndSet', COMPARE_AND_SET],
+      ['ssoIncrementInWindow', INCREMENT_IN_WINDOW],
+    ] as const) {
       if (!(name in this.client)) this.client.defineCommand(name, { numberOfKeys: 1, lua });
     }
   }
@@ -203,9 +208,7 @@ export class RedisStore implements KeyValueStore {
   }
 
   async increment(key: string, windowSeconds: number): Promise<number> {
-    const reply = await this.run(() =>
-      this.scripted.ssoIncrementInWindow(this.key(key), String(Math.ceil(windowSeconds * 1000))),
-    );
+    const reply = await this.run(() => this.scripted.ssoIncrementInWindow(this.key(key), String(Math.ceil(windowSeconds * 1000))));
     return Number(reply);
   }
 
@@ -246,7 +249,9 @@ export class RedisStore implements KeyValueStore {
     const acknowledged = await this.run(() => Promise.all(connections.map((connection) => connection.wait(wait.replicas, wait.timeoutMs))));
     const fewest = Math.min(...acknowledged);
     if (fewest < wait.replicas) {
-      throw new StoreUnavailableError(`only ${fewest} of ${wait.replicas} Redis replicas acknowledged the write within ${wait.timeoutMs} ms`);
+      throw new StoreUnavailableError(
+        `only ${fewest} of ${wait.replicas} Redis replicas acknowledged the write within ${wait.timeoutMs} ms`,
+      );
     }
   }
 

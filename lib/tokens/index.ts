@@ -8,17 +8,19 @@ export {
   type KeySourceFailure,
   type RefreshTokenErrorReason,
 } from './errors';
-export { KeySet, type KeyDefinition, type KeyMaterial, type KeySetOptions, type KeyResolver, type SigningKey, type JsonWebKeySet } from './key-set';
+export {
+  KeySet,
+  type KeyDefinition,
+  type KeyMaterial,
+  type KeySetOptions,
+  type KeyResolver,
+  type SigningKey,
+  type JsonWebKeySet,
+} from './key-set';
 export { verifyJwt, createJwtVerifier, type VerifyJwtOptions, type VerifiedJwt } from './verify-jwt';
 export { JwksCache, type JwksCacheOptions } from './jwks-cache';
 export { jwksHandler, type JwksHandlerOptions } from './jwks-handler';
-export {
-  TokenService,
-  type TokenServiceOptions,
-  type AccessTokenInput,
-  type IdTokenInput,
-  type IssuedToken,
-} from './token-service';
+export { TokenService, type TokenServiceOptions, type AccessTokenInput, type IdTokenInput, type IssuedToken } from './token-service';
 export {
   RefreshTokens,
   type RefreshTokensOptions,

@@ -120,7 +120,9 @@ export class JwksCache implements KeyResolver {
     try {
       url = new URL(String(options.uri));
     } catch {
-      throw new TypeError(`JwksCache: uri must be an absolute URL such as "https://auth.example.test/.well-known/jwks.json", got ${JSON.stringify(options.uri)}`);
+      throw new TypeError(
+        `JwksCache: uri must be an absolute URL such as "https://auth.example.test/.well-known/jwks.json", got ${JSON.stringify(options.uri)}`,
+      );
     }
     if (url.protocol !== 'https:' && !(url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname))) {
       throw new TypeError(`JwksCache: uri must use https: (http: is allowed only on a loopback host), got ${JSON.stringify(options.uri)}`);
@@ -134,7 +136,8 @@ export class JwksCache implements KeyResolver {
     this.maxResponseBytes = positiveMs('maxResponseBytes', options.maxResponseBytes, 256 * 1024);
     if (options.fetch !== undefined && typeof options.fetch !== 'function') throw new TypeError('JwksCache: fetch must be a function');
     this.fetchImpl = options.fetch ?? fetch;
-    if (options.now !== undefined && typeof options.now !== 'function') throw new TypeError('JwksCache: now must be a function returning epoch milliseconds');
+    if (options.now !== undefined && typeof options.now !== 'function')
+      throw new TypeError('JwksCache: now must be a function returning epoch milliseconds');
     this.now = options.now ?? Date.now;
   }
 

@@ -21,7 +21,9 @@ export function jwksHandler(keySet: KeySet, options: JwksHandlerOptions = {}): R
   }
   const maxAge = options.maxAgeSeconds ?? 600;
   if (!Number.isInteger(maxAge) || maxAge < 0 || maxAge > 86_400) {
-    throw new TypeError(`jwksHandler: maxAgeSeconds must be a whole number of seconds between 0 and 86400, got ${JSON.stringify(options.maxAgeSeconds)}`);
+    throw new TypeError(
+      `jwksHandler: maxAgeSeconds must be a whole number of seconds between 0 and 86400, got ${JSON.stringify(options.maxAgeSeconds)}`,
+    );
   }
   // The document never changes for a given KeySet, so it is serialized once.
   const body = JSON.stringify(keySet.publicJwks());

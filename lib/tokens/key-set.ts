@@ -1,4 +1,12 @@
-import { createPrivateKey, createPublicKey, createSecretKey, generateKeyPairSync, type JsonWebKey, KeyObject, randomBytes } from 'node:crypto';
+import {
+  createPrivateKey,
+  createPublicKey,
+  createSecretKey,
+  generateKeyPairSync,
+  type JsonWebKey,
+  KeyObject,
+  randomBytes,
+} from 'node:crypto';
 import {
   isAcceptableKid,
   isHmacAlgorithm,
@@ -91,7 +99,9 @@ function toAsymmetricKey(kid: string, material: KeyMaterial, kind: 'private' | '
   } catch {
     // The library's own message can echo key material; say only what is wrong.
   }
-  throw new TypeError(`${describe(kid)}: ${kind}Key must be a PEM string or Buffer, a JWK object or a KeyObject, and parse as a ${kind} key`);
+  throw new TypeError(
+    `${describe(kid)}: ${kind}Key must be a PEM string or Buffer, a JWK object or a KeyObject, and parse as a ${kind} key`,
+  );
 }
 
 function explainMismatch(kid: string, alg: SupportedAlgorithm, key: KeyObject): string {
@@ -111,7 +121,8 @@ function explainMismatch(kid: string, alg: SupportedAlgorithm, key: KeyObject): 
 }
 
 function loadKey(definition: KeyDefinition): LoadedKey {
-  if (typeof definition !== 'object' || definition === null) throw new TypeError('KeySet: every key definition must be an object { kid, alg, ... }');
+  if (typeof definition !== 'object' || definition === null)
+    throw new TypeError('KeySet: every key definition must be an object { kid, alg, ... }');
   const { kid, alg } = definition;
   if (!isAcceptableKid(kid)) {
     throw new TypeError(`KeySet: kid must be 1–128 characters of A-Z a-z 0-9 . _ ~ + = - (no ".."), got ${JSON.stringify(kid)}`);
@@ -174,8 +185,10 @@ export class KeySet implements KeyResolver {
     const { activeKid } = options;
     if (activeKid !== undefined) {
       const active = this.byKid.get(activeKid);
-      if (!active) throw new TypeError(`KeySet: activeKid "${String(activeKid)}" is not one of the keys (${[...this.byKid.keys()].join(', ')})`);
-      if (!active.signKey) throw new TypeError(`KeySet: activeKid "${activeKid}" has only a public key; give its privateKey to sign with it`);
+      if (!active)
+        throw new TypeError(`KeySet: activeKid "${String(activeKid)}" is not one of the keys (${[...this.byKid.keys()].join(', ')})`);
+      if (!active.signKey)
+        throw new TypeError(`KeySet: activeKid "${activeKid}" has only a public key; give its privateKey to sign with it`);
       this.activeKid = activeKid;
     } else {
       this.activeKid = [...this.byKid.values()].find((key) => key.signKey)?.kid;
@@ -191,12 +204,11 @@ export class KeySet implements KeyResolver {
    * const keys = KeySet.generate('RS256', 'demo-1');
    */
   static generate(alg: SupportedAlgorithm, kid: string = `${String(alg).toLowerCase()}-${randomBytes(6).toString('hex')}`): KeySet {
-    if (!isSupportedAlgorithm(alg)) throw new TypeError(`KeySet.generate: alg must be one of ${SUPPORTED_ALGORITHMS.join(', ')}, got ${JSON.stringify(alg)}`);
+    if (!isSupportedAlgorithm(alg))
+      throw new TypeError(`KeySet.generate: alg must be one of ${SUPPORTED_ALGORITHMS.join(', ')}, got ${JSON.stringify(alg)}`);
     if (isHmacAlgorithm(alg)) return new KeySet([{ kid, alg, secret: randomBytes(minimumSecretBytes(alg)) }]);
     const pair =
-      alg === 'ES256'
-        ? generateKeyPairSync('ec', { namedCurve: 'prime256v1' })
-        : generateKeyPairSync('rsa', { modulusLength: 2048 });
+      alg === 'ES256' ? generateKeyPairSync('ec', { namedCurve: 'prime256v1' }) : generateKeyPairSync('rsa', { modulusLength: 2048 });
     return new KeySet([{ kid, alg, privateKey: pair.privateKey }]);
   }
 

@@ -117,7 +117,11 @@ export class RefreshTokens {
     }
     this.store = options.store;
     this.ttlSeconds = positiveSeconds('ttlSeconds', options.ttlSeconds, 14 * 24 * 3600);
-    this.absoluteLifetimeSeconds = positiveSeconds('absoluteLifetimeSeconds', options.absoluteLifetimeSeconds, Math.max(90 * 24 * 3600, this.ttlSeconds));
+    this.absoluteLifetimeSeconds = positiveSeconds(
+      'absoluteLifetimeSeconds',
+      options.absoluteLifetimeSeconds,
+      Math.max(90 * 24 * 3600, this.ttlSeconds),
+    );
     this.accessTokenTtlSeconds = positiveSeconds('accessTokenTtlSeconds', options.accessTokenTtlSeconds, 3600);
   }
 
@@ -130,20 +134,24 @@ export class RefreshTokens {
   async issue(input: IssueRefreshTokenInput): Promise<IssuedRefreshToken> {
     if (typeof input !== 'object' || input === null) throw new TypeError('RefreshTokens.issue: pass { clientId, subject }');
     const clientId = requireId('clientId', input.clientId);
-    if (typeof input.subject !== 'string' || input.subject === '') throw new TypeError('RefreshTokens.issue: subject must be a non-empty string');
+    if (typeof input.subject !== 'string' || input.subject === '')
+      throw new TypeError('RefreshTokens.issue: subject must be a non-empty string');
     if (input.scope !== undefined && typeof input.scope !== 'string') throw new TypeError('RefreshTokens.issue: scope must be a string');
     const grantId = input.grantId === undefined ? undefined : requireId('grantId', input.grantId);
     const familyId = randomUUID();
     await this.store.set(`rtf:{${familyId}}`, FAMILY_ACTIVE, this.ttlSeconds);
     if (grantId !== undefined) await this.store.addToSet(`grant:{${grantId}}:families`, [familyId], this.ttlSeconds);
-    return this.mintConfirmed({
-      familyId,
-      familyCreatedAt: Date.now(),
-      clientId,
-      subject: input.subject,
-      ...(input.scope !== undefined ? { scope: input.scope } : {}),
-      ...(grantId !== undefined ? { grantId } : {}),
-    }, grantId === undefined ? [] : [`grant:{${grantId}}:families`]);
+    return this.mintConfirmed(
+      {
+        familyId,
+        familyCreatedAt: Date.now(),
+        clientId,
+        subject: input.subject,
+        ...(input.scope !== undefined ? { scope: input.scope } : {}),
+        ...(grantId !== undefined ? { grantId } : {}),
+      },
+      grantId === undefined ? [] : [`grant:{${grantId}}:families`],
+    );
   }
 
   /**
@@ -184,7 +192,14 @@ export class RefreshTokens {
     const { familyId, subject, scope, grantId } = record;
     const familyCreatedAt = typeof record.familyCreatedAt === 'number' ? record.familyCreatedAt : record.issuedAt;
     return this.mintConfirmed(
-      { familyId, familyCreatedAt, clientId, subject, ...(scope !== undefined ? { scope } : {}), ...(grantId !== undefined ? { grantId } : {}) },
+      {
+        familyId,
+        familyCreatedAt,
+        clientId,
+        subject,
+        ...(scope !== undefined ? { scope } : {}),
+        ...(grantId !== undefined ? { grantId } : {}),
+      },
       // The consumed token: its deletion must survive too, or a failover would make it redeemable again.
       [`rt:{${hash}}`],
     );
@@ -266,10 +281,19 @@ export class RefreshTokens {
    * Issues (or rotates to) a token and returns it only once the writes are confirmed (see
    * `KeyValueStore.confirmWrites`): a client must never hold a token that a failover could take back.
    */
-  private async mintConfirmed(base: Omit<RefreshTokenRecord, 'issuedAt' | 'expiresAt'>, alsoWritten: readonly string[]): Promise<IssuedRefreshToken> {
+  private async mintConfirmed(
+    base: Omit<RefreshTokenRecord, 'issuedAt' | 'expiresAt'>,
+    alsoWritten: readonly string[],
+  ): Promise<IssuedRefreshToken> {
     const issued = await this.mint(base);
     const hash = hashToken(issued.token);
-    await this.store.confirmWrites([`rt:{${hash}}`, `rt:{${hash}}:family`, `rtf:{${base.familyId}}`, `rtf:{${base.familyId}}:tokens`, ...alsoWritten]);
+    await this.store.confirmWrites([
+      `rt:{${hash}}`,
+      `rt:{${hash}}:family`,
+      `rtf:{${base.familyId}}`,
+      `rtf:{${base.familyId}}:tokens`,
+      ...alsoWritten,
+    ]);
     return issued;
   }
 }

@@ -62,8 +62,24 @@ const REALM = /^[\x20-\x7e]*$/;
 // A cached entry is re-verified at least this often, so a key withdrawn from the JWKS stops working soon.
 const CACHE_ENTRY_MAX_MS = 5 * 60 * 1000;
 const OPTION_NAMES = new Set([
-  'secret', 'keys', 'jwksUri', 'jwks', 'algorithms', 'issuer', 'audience', 'clockToleranceSeconds', 'maxTokenAgeSeconds', 'typ',
-  'requiredClaims', 'requiredScopes', 'realm', 'isRevoked', 'allowQueryToken', 'allowBodyToken', 'cacheSize', 'maxTokenLength',
+  'secret',
+  'keys',
+  'jwksUri',
+  'jwks',
+  'algorithms',
+  'issuer',
+  'audience',
+  'clockToleranceSeconds',
+  'maxTokenAgeSeconds',
+  'typ',
+  'requiredClaims',
+  'requiredScopes',
+  'realm',
+  'isRevoked',
+  'allowQueryToken',
+  'allowBodyToken',
+  'cacheSize',
+  'maxTokenLength',
 ]);
 
 // crypto.hash (Node ≥ 20.12) hashes in one call, about twice as fast as createHash for a token-sized input.
@@ -83,15 +99,18 @@ function deepFreeze<T>(value: T): T {
 function scopesOf(claims: JwtPayload): Set<string> {
   const scope: unknown = claims.scope;
   const scp: unknown = (claims as Record<string, unknown>).scp;
-  const list = typeof scope === 'string' ? scope.split(' ') : Array.isArray(scp) ? scp.filter((s): s is string => typeof s === 'string') : [];
+  const list =
+    typeof scope === 'string' ? scope.split(' ') : Array.isArray(scp) ? scp.filter((s): s is string => typeof s === 'string') : [];
   return new Set(list.filter(Boolean));
 }
 
 function secretResolver(secret: string | Buffer | KeyObject, algorithms: readonly SupportedAlgorithm[]): KeyResolver {
-  if (!algorithms.every(isHmacAlgorithm)) throw new TypeError('requireBearer: a secret only verifies HS256/HS384/HS512; list only those in algorithms');
+  if (!algorithms.every(isHmacAlgorithm))
+    throw new TypeError('requireBearer: a secret only verifies HS256/HS384/HS512; list only those in algorithms');
   let key: KeyObject;
   if (secret instanceof KeyObject) {
-    if (secret.type !== 'secret') throw new TypeError('requireBearer: secret must be a string, a Buffer or a secret KeyObject (for public keys use keys or jwksUri)');
+    if (secret.type !== 'secret')
+      throw new TypeError('requireBearer: secret must be a string, a Buffer or a secret KeyObject (for public keys use keys or jwksUri)');
     key = secret;
   } else if (typeof secret === 'string' || Buffer.isBuffer(secret)) {
     key = createSecretKey(Buffer.from(secret as never));
@@ -100,7 +119,9 @@ function secretResolver(secret: string | Buffer | KeyObject, algorithms: readonl
   }
   for (const alg of algorithms) {
     if (!keyFitsAlgorithm(key, alg)) {
-      throw new TypeError(`requireBearer: the secret has ${key.symmetricKeySize ?? 0} bytes; ${alg} needs at least ${minimumSecretBytes(alg)} random bytes`);
+      throw new TypeError(
+        `requireBearer: the secret has ${key.symmetricKeySize ?? 0} bytes; ${alg} needs at least ${minimumSecretBytes(alg)} random bytes`,
+      );
     }
   }
   return { getKey: () => key };
@@ -113,7 +134,8 @@ function resolverFrom(options: RequireBearerOptions, algorithms: readonly Suppor
       `requireBearer: give exactly one key source, secret (HS*), keys (a KeySet or KeyResolver) or jwksUri, got ${sources.length === 0 ? 'none' : sources.join(' and ')}`,
     );
   }
-  if (options.jwks !== undefined && options.jwksUri === undefined) throw new TypeError('requireBearer: jwks tunes the cache of jwksUri; give jwksUri too');
+  if (options.jwks !== undefined && options.jwksUri === undefined)
+    throw new TypeError('requireBearer: jwks tunes the cache of jwksUri; give jwksUri too');
   if (options.secret !== undefined) return secretResolver(options.secret, algorithms);
   if (options.keys !== undefined) {
     if (typeof options.keys !== 'object' || options.keys === null || typeof options.keys.getKey !== 'function') {
@@ -121,7 +143,8 @@ function resolverFrom(options: RequireBearerOptions, algorithms: readonly Suppor
     }
     return options.keys;
   }
-  if (algorithms.some(isHmacAlgorithm)) throw new TypeError('requireBearer: a JWKS publishes public keys only; algorithms must not list HS*');
+  if (algorithms.some(isHmacAlgorithm))
+    throw new TypeError('requireBearer: a JWKS publishes public keys only; algorithms must not list HS*');
   return new JwksCache({ ...options.jwks, uri: options.jwksUri as string });
 }
 
@@ -142,7 +165,8 @@ export function requireBearer(options: RequireBearerOptions): RequestHandler {
   if (arguments.length === 3 && typeof arguments[2] === 'function') {
     throw new TypeError('requireBearer: it is a factory; write app.use(requireBearer({ ... })), not app.use(requireBearer)');
   }
-  if (typeof options !== 'object' || options === null) throw new TypeError('requireBearer: pass options { algorithms, issuer, audience, and secret, keys or jwksUri }');
+  if (typeof options !== 'object' || options === null)
+    throw new TypeError('requireBearer: pass options { algorithms, issuer, audience, and secret, keys or jwksUri }');
   for (const name of Object.keys(options)) {
     if (!OPTION_NAMES.has(name)) throw new TypeError(`requireBearer: unknown option "${name}"`);
   }
@@ -170,7 +194,8 @@ export function requireBearer(options: RequireBearerOptions): RequestHandler {
     throw new TypeError('requireBearer: requiredScopes must be an array of scope tokens without spaces or quotes, e.g. ["orders:read"]');
   }
   const { isRevoked } = options;
-  if (isRevoked !== undefined && typeof isRevoked !== 'function') throw new TypeError('requireBearer: isRevoked must be a function (claims, req) => boolean | Promise<boolean>');
+  if (isRevoked !== undefined && typeof isRevoked !== 'function')
+    throw new TypeError('requireBearer: isRevoked must be a function (claims, req) => boolean | Promise<boolean>');
   for (const name of ['allowQueryToken', 'allowBodyToken'] as const) {
     if (options[name] !== undefined && typeof options[name] !== 'boolean') throw new TypeError(`requireBearer: ${name} must be a boolean`);
   }
@@ -195,7 +220,11 @@ export function requireBearer(options: RequireBearerOptions): RequestHandler {
     ]),
   );
   const invalidRequest = (description: string): BadRequestError =>
-    new BadRequestError({ code: 'invalid_request', detail: description, headers: { 'WWW-Authenticate': requestChallenges.get(description) as string } });
+    new BadRequestError({
+      code: 'invalid_request',
+      detail: description,
+      headers: { 'WWW-Authenticate': requestChallenges.get(description) as string },
+    });
   const expiredChallenge = `${basic}, error="invalid_token", error_description="The access token expired"`;
   const invalidChallenge = `${basic}, error="invalid_token", error_description="The access token is invalid"`;
   const scopeText = requiredScopes.join(' ');
@@ -224,7 +253,12 @@ export function requireBearer(options: RequireBearerOptions): RequestHandler {
     let validUntil = Math.min((claims.exp as number) * 1000, now + CACHE_ENTRY_MAX_MS);
     if (maxTokenAgeMs !== undefined && typeof claims.iat === 'number') validUntil = Math.min(validUntil, claims.iat * 1000 + maxTokenAgeMs);
     // One claims object serves many requests, so no handler may change it for the next one.
-    const entry: CachedToken = { header: deepFreeze(verified.header), claims: deepFreeze(claims), validUntil, hasScopes: hasRequiredScopes(claims) };
+    const entry: CachedToken = {
+      header: deepFreeze(verified.header),
+      claims: deepFreeze(claims),
+      validUntil,
+      hasScopes: hasRequiredScopes(claims),
+    };
     // Tokens accepted only thanks to the clock tolerance (nbf a little ahead, exp just past) are not cached.
     const early = typeof claims.nbf === 'number' && claims.nbf * 1000 > now;
     if (cacheSize > 0 && !early && validUntil > now) {
@@ -251,7 +285,8 @@ export function requireBearer(options: RequireBearerOptions): RequestHandler {
         if (name.length === 13 && name.toLowerCase() === 'authorization') count++;
       }
       if (count > 1) return invalidRequest(TWO_METHODS);
-      if (header.length < 8 || header.charCodeAt(6) !== 32 || header.slice(0, 6).toLowerCase() !== 'bearer') return invalidRequest(INVALID_HEADER);
+      if (header.length < 8 || header.charCodeAt(6) !== 32 || header.slice(0, 6).toLowerCase() !== 'bearer')
+        return invalidRequest(INVALID_HEADER);
       found = { token: header.slice(7), fromHeader: true };
     }
     // Only look at the query when the URL can carry a token at all; parsing it on every request would cost.
@@ -280,7 +315,12 @@ export function requireBearer(options: RequireBearerOptions): RequestHandler {
   async function authorize(req: Request, token: string, entry: CachedToken): Promise<void> {
     if (isRevoked && (await isRevoked(entry.claims, req))) throw invalidToken(false);
     if (!entry.hasScopes) {
-      throw new ForbiddenError({ code: 'insufficient_scope', detail: 'The access token lacks a required scope.', headers: { 'WWW-Authenticate': scopeChallenge }, extensions: { scope: scopeText } });
+      throw new ForbiddenError({
+        code: 'insufficient_scope',
+        detail: 'The access token lacks a required scope.',
+        headers: { 'WWW-Authenticate': scopeChallenge },
+        extensions: { scope: scopeText },
+      });
     }
     req.auth = { token, header: entry.header, claims: entry.claims };
   }
@@ -320,7 +360,10 @@ export function requireBearer(options: RequireBearerOptions): RequestHandler {
           next();
           return;
         }
-        authorize(req, token, cached).then(() => next(), (error: unknown) => next(fromFailure(error)));
+        authorize(req, token, cached).then(
+          () => next(),
+          (error: unknown) => next(fromFailure(error)),
+        );
         return;
       }
       cache.delete(hash);
@@ -331,6 +374,9 @@ export function requireBearer(options: RequireBearerOptions): RequestHandler {
     }
     verify(token)
       .then((verified) => authorize(req, token, remember(hash, verified, now)))
-      .then(() => next(), (error: unknown) => next(fromFailure(error)));
+      .then(
+        () => next(),
+        (error: unknown) => next(fromFailure(error)),
+      );
   };
 }

@@ -74,7 +74,8 @@ function lifetime(owner: string, name: string, value: unknown, fallback: number,
 }
 
 function nonEmpty(owner: string, name: string, value: unknown): string {
-  if (typeof value !== 'string' || value === '') throw new TypeError(`${owner}: ${name} must be a non-empty string, got ${JSON.stringify(value)}`);
+  if (typeof value !== 'string' || value === '')
+    throw new TypeError(`${owner}: ${name} must be a non-empty string, got ${JSON.stringify(value)}`);
   return value;
 }
 
@@ -98,7 +99,8 @@ export class TokenService {
 
   constructor(options: TokenServiceOptions) {
     if (typeof options !== 'object' || options === null) throw new TypeError('TokenService: pass options { keys, issuer }');
-    if (!(options.keys instanceof KeySet)) throw new TypeError('TokenService: keys must be a KeySet, e.g. new KeySet([{ kid, alg: "ES256", privateKey }])');
+    if (!(options.keys instanceof KeySet))
+      throw new TypeError('TokenService: keys must be a KeySet, e.g. new KeySet([{ kid, alg: "ES256", privateKey }])');
     this.keys = options.keys;
     // Fails now rather than at the first login when the set has only public keys.
     void this.keys.signingKey;
@@ -113,7 +115,9 @@ export class TokenService {
             store: options.store,
             accessTokenTtlSeconds: this.accessTokenTtlSeconds,
             ...(options.refreshTokenTtlSeconds !== undefined ? { ttlSeconds: options.refreshTokenTtlSeconds } : {}),
-            ...(options.refreshTokenAbsoluteLifetimeSeconds !== undefined ? { absoluteLifetimeSeconds: options.refreshTokenAbsoluteLifetimeSeconds } : {}),
+            ...(options.refreshTokenAbsoluteLifetimeSeconds !== undefined
+              ? { absoluteLifetimeSeconds: options.refreshTokenAbsoluteLifetimeSeconds }
+              : {}),
           });
   }
 
@@ -155,7 +159,8 @@ export class TokenService {
     const expiresIn = lifetime(owner, 'expiresInSeconds', input.expiresInSeconds, this.idTokenTtlSeconds, 3600);
     const extra = input.claims ?? {};
     for (const name of Object.keys(extra)) {
-      if (REGISTERED.has(name)) throw new TypeError(`${owner}: claims must not set the registered claim "${name}"; use the dedicated option`);
+      if (REGISTERED.has(name))
+        throw new TypeError(`${owner}: claims must not set the registered claim "${name}"; use the dedicated option`);
     }
     const claims: Record<string, unknown> = {
       ...extra,
@@ -216,7 +221,8 @@ export class TokenService {
   }
 
   private requireRefreshTokens(method: string): RefreshTokens {
-    if (!this.refreshTokens) throw new TypeError(`TokenService.${method}: give the TokenService a store to use refresh tokens and revocation`);
+    if (!this.refreshTokens)
+      throw new TypeError(`TokenService.${method}: give the TokenService a store to use refresh tokens and revocation`);
     return this.refreshTokens;
   }
 

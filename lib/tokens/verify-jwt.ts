@@ -1,6 +1,13 @@
 import type { KeyObject } from 'node:crypto';
 import jwt, { type JwtHeader, type JwtPayload } from 'jsonwebtoken';
-import { isAcceptableKid, isHmacAlgorithm, isSupportedAlgorithm, keyFitsAlgorithm, SUPPORTED_ALGORITHMS, type SupportedAlgorithm } from './algorithms';
+import {
+  isAcceptableKid,
+  isHmacAlgorithm,
+  isSupportedAlgorithm,
+  keyFitsAlgorithm,
+  SUPPORTED_ALGORITHMS,
+  type SupportedAlgorithm,
+} from './algorithms';
 import { TokenError } from './errors';
 import type { KeyResolver } from './key-set';
 import { parseJsonObject } from './strict-json';
@@ -130,11 +137,15 @@ export function createJwtVerifier(options: VerifyJwtOptions): (token: string) =>
   const tolerance = nonNegative('clockToleranceSeconds', options.clockToleranceSeconds, 300) ?? DEFAULT_CLOCK_TOLERANCE_SECONDS;
   const maxAge = nonNegative('maxTokenAgeSeconds', options.maxTokenAgeSeconds);
   const maxLength = nonNegative('maxTokenLength', options.maxTokenLength) ?? DEFAULT_MAX_TOKEN_LENGTH;
-  if (options.typ !== undefined && (typeof options.typ !== 'string' || options.typ === '')) fail('typ must be a non-empty string such as "at+jwt"');
+  if (options.typ !== undefined && (typeof options.typ !== 'string' || options.typ === ''))
+    fail('typ must be a non-empty string such as "at+jwt"');
   const typ = options.typ === undefined ? undefined : normalizeTyp(options.typ);
   if (options.nonce !== undefined && (typeof options.nonce !== 'string' || options.nonce === '')) fail('nonce must be a non-empty string');
   const nonce = options.nonce;
-  if (options.requiredClaims !== undefined && (!Array.isArray(options.requiredClaims) || options.requiredClaims.some((c) => typeof c !== 'string'))) {
+  if (
+    options.requiredClaims !== undefined &&
+    (!Array.isArray(options.requiredClaims) || options.requiredClaims.some((c) => typeof c !== 'string'))
+  ) {
     fail('requiredClaims must be an array of claim names');
   }
   const requiredClaims = Object.freeze([...(options.requiredClaims ?? [])]);

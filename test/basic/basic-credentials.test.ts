@@ -103,7 +103,11 @@ describe('basicCredentials: the table is validated when it is built', () => {
     ['both password and passwordHash', { a: { password: 'x', passwordHash: 'scrypt$…' } }, /exactly one of password or passwordHash/],
     ['neither password nor passwordHash', { a: { roles: [] } }, /exactly one of password or passwordHash/],
     ['an empty password', { a: '' }, /must be a non-empty string/],
-    ['a hash given as a plain password', { a: { password: 'scrypt$1024$8$1$abc$def' } }, /looks like an scrypt hash; pass it as passwordHash/],
+    [
+      'a hash given as a plain password',
+      { a: { password: 'scrypt$1024$8$1$abc$def' } },
+      /looks like an scrypt hash; pass it as passwordHash/,
+    ],
     ['a malformed hash', { a: 'scrypt$broken' }, /expected "scrypt\$N\$r\$p\$salt\$hash"/],
     ['an unknown entry option', { a: { password: 'x', role: 'admin' } }, /unknown option "role"/],
     ['roles that are not a list', { a: { password: 'x', roles: 'admin' } }, /roles of "a" must be an array/],

@@ -4,7 +4,11 @@ const encode = (text: string | Buffer) => Buffer.from(text).toString('base64');
 
 describe('parseBasicAuthorization', () => {
   it('decodes user-id and password, splitting at the first colon', () => {
-    expect(parseBasicAuthorization(`Basic ${encode('alice:pa:ss:word')}`)).toEqual({ kind: 'credentials', username: 'alice', password: 'pa:ss:word' });
+    expect(parseBasicAuthorization(`Basic ${encode('alice:pa:ss:word')}`)).toEqual({
+      kind: 'credentials',
+      username: 'alice',
+      password: 'pa:ss:word',
+    });
   });
 
   it('accepts the scheme in any case and an empty password', () => {
@@ -12,12 +16,19 @@ describe('parseBasicAuthorization', () => {
   });
 
   it('decodes UTF-8', () => {
-    expect(parseBasicAuthorization(`Basic ${encode('jürgen:pässwörd')}`)).toEqual({ kind: 'credentials', username: 'jürgen', password: 'pässwörd' });
+    expect(parseBasicAuthorization(`Basic ${encode('jürgen:pässwörd')}`)).toEqual({
+      kind: 'credentials',
+      username: 'jürgen',
+      password: 'pässwörd',
+    });
   });
 
-  it.each([undefined, '', 'Bearer abc.def.ghi', 'Basically abc', 'Digest username="x"'])('reports %j as absent, so the challenge is sent', (header) => {
-    expect(parseBasicAuthorization(header)).toEqual({ kind: 'absent' });
-  });
+  it.each([undefined, '', 'Bearer abc.def.ghi', 'Basically abc', 'Digest username="x"'])(
+    'reports %j as absent, so the challenge is sent',
+    (header) => {
+      expect(parseBasicAuthorization(header)).toEqual({ kind: 'absent' });
+    },
+  );
 
   it.each([
     ['no token after the scheme', 'Basic', /one base64 token/],

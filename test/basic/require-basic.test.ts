@@ -20,7 +20,10 @@ const CHALLENGE = 'Basic realm="Operations", charset="UTF-8"';
 const running: Server[] = [];
 afterAll(() => Promise.all(running.map((server) => new Promise((resolve) => server.close(resolve)))));
 
-async function serve(build: (app: express.Express) => void, trustProxy: boolean | string = 'loopback'): Promise<{ url: string; logs: ErrorLogEntry[] }> {
+async function serve(
+  build: (app: express.Express) => void,
+  trustProxy: boolean | string = 'loopback',
+): Promise<{ url: string; logs: ErrorLogEntry[] }> {
   const app = express();
   app.set('trust proxy', trustProxy);
   const logs: ErrorLogEntry[] = [];
@@ -48,9 +51,13 @@ beforeAll(async () => {
   const policy = createPolicy({ roles: { editor: { permissions: ['write:reports:*'] } } });
   ({ url } = await serve((app) => {
     app.use('/ops', requireBasic({ realm: 'Operations', verify }));
-    app.put('/ops/reports/:id', requirePermission('write', (req) => `reports:${String(req.params.id)}`, { policy }), (_req, res) => {
-      res.status(204).end();
-    });
+    app.put(
+      '/ops/reports/:id',
+      requirePermission('write', (req) => `reports:${String(req.params.id)}`, { policy }),
+      (_req, res) => {
+        res.status(204).end();
+      },
+    );
   }));
 });
 
@@ -69,8 +76,15 @@ describe('requireBasic: credentials', () => {
   });
 
   it('feeds requirePermission with the roles of the Basic user', async () => {
-    await request(url).put('/ops/reports/1').set('X-Forwarded-Proto', 'https').set('Authorization', basic('ops', 'ops-password')).expect(204);
-    const res = await request(url).put('/ops/reports/1').set('X-Forwarded-Proto', 'https').set('Authorization', basic('jürgen', 'pässwörd'));
+    await request(url)
+      .put('/ops/reports/1')
+      .set('X-Forwarded-Proto', 'https')
+      .set('Authorization', basic('ops', 'ops-password'))
+      .expect(204);
+    const res = await request(url)
+      .put('/ops/reports/1')
+      .set('X-Forwarded-Proto', 'https')
+      .set('Authorization', basic('jürgen', 'pässwörd'));
     expectProblem(res, 403, 'permission_denied');
   });
 
@@ -120,8 +134,29 @@ describe('requireBasic: HTTPS only', () => {
     // A throwaway self-signed certificate for 127.0.0.1, made with the openssl CLI.
     const dir = mkdtempSync(join(tmpdir(), 'basic-tls-'));
     try {
-      execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
-        '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')], { stdio: 'ignore' });
+      execFileSync(
+        'openssl',
+        [
+          'req',
+          '-x509',
+          '-newkey',
+          'ec',
+          '-pkeyopt',
+          'ec_paramgen_curve:prime256v1',
+          '-nodes',
+          '-days',
+          '1',
+          '-subj',
+          '/CN=127.0.0.1',
+          '-addext',
+          'subjectAltName=IP:127.0.0.1',
+          '-keyout',
+          join(dir, 'key.pem'),
+          '-out',
+          join(dir, 'cert.pem'),
+        ],
+        { stdio: 'ignore' },
+      );
       const cert = readFileSync(join(dir, 'cert.pem'));
       const app = express();
       app.use(requireBasic({ realm: 'Operations', verify }));

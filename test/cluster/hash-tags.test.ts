@@ -73,13 +73,22 @@ describe('every store operation of the kit on a Redis Cluster', () => {
     const agent = new Agent({ keepAlive: true });
     let server: Server | undefined;
     try {
-      const sso: SsoSessionMiddleware = ssoSession({ store, cookieDomain: 'example.test', secret: 'cluster-test-secret-0123456789abcdefghij', loginUrl: 'https://auth.example.test/login' });
+      const sso: SsoSessionMiddleware = ssoSession({
+        store,
+        cookieDomain: 'example.test',
+        secret: 'cluster-test-secret-0123456789abcdefghij',
+        loginUrl: 'https://auth.example.test/login',
+      });
       const app = express();
       app.set('trust proxy', 'loopback');
       app.use(sso);
       app.post('/login/:id', async (req, res, next) => {
         try {
-          await establishLogin(req, { id: String(req.params.id), name: 'Cluster user', roles: ['customer'], method: 'password' }, { tags: [`sid:${String(req.params.id)}`] });
+          await establishLogin(
+            req,
+            { id: String(req.params.id), name: 'Cluster user', roles: ['customer'], method: 'password' },
+            { tags: [`sid:${String(req.params.id)}`] },
+          );
           res.status(204).end();
         } catch (error) {
           next(error);

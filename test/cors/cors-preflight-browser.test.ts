@@ -80,9 +80,15 @@ describe('corsPreflight in Chromium', () => {
 
   it('lets a subdomain send a non-simple request after the preflight, and caches the preflight for Max-Age', async () => {
     const page = await pageAt('shop.example.test');
-    const first = await fetchFrom(page, '/api/notes/7', { method: 'PUT', headers: { 'Content-Type': 'application/json', 'X-Request-Id': 'r1' } });
+    const first = await fetchFrom(page, '/api/notes/7', {
+      method: 'PUT',
+      headers: { 'Content-Type': 'application/json', 'X-Request-Id': 'r1' },
+    });
     expect(first).toBe('200 {"id":"7","saved":true}');
-    const second = await fetchFrom(page, '/api/notes/7', { method: 'PUT', headers: { 'Content-Type': 'application/json', 'X-Request-Id': 'r2' } });
+    const second = await fetchFrom(page, '/api/notes/7', {
+      method: 'PUT',
+      headers: { 'Content-Type': 'application/json', 'X-Request-Id': 'r2' },
+    });
     expect(second).toBe(first);
     expect(seen).toEqual(['OPTIONS /api/notes/7 204', 'PUT /api/notes/7 200', 'PUT /api/notes/7 200']);
     await page.close();

@@ -69,7 +69,9 @@ describe('corsPreflight: an allowed preflight', () => {
     expect(res.headers['access-control-allow-headers']).toBe('Content-Type,Authorization,X-Request-Id');
     expect(res.headers['access-control-max-age']).toBe('3600');
     expect(res.headers['content-length']).toBe('0');
-    expect(varyOf(res.headers)).toEqual(expect.arrayContaining(['origin', 'access-control-request-method', 'access-control-request-headers']));
+    expect(varyOf(res.headers)).toEqual(
+      expect.arrayContaining(['origin', 'access-control-request-method', 'access-control-request-headers']),
+    );
   });
 
   it('compares requested header names case-insensitively and tolerates spacing', async () => {
@@ -190,16 +192,32 @@ describe('corsPreflight: credentials and "*"', () => {
 describe('corsPreflight: options', () => {
   it.each<[string, unknown, RegExp]>([
     ['origins is missing', {}, /origins is required/],
-    ['an entry is a bare wildcard host', { origins: ['*.example.com'] }, /origins must list full origins like "https:\/\/app\.example\.com".*got "\*\.example\.com"/],
+    [
+      'an entry is a bare wildcard host',
+      { origins: ['*.example.com'] },
+      /origins must list full origins like "https:\/\/app\.example\.com".*got "\*\.example\.com"/,
+    ],
     ['an entry has a trailing slash', { origins: ['https://app.example.com/'] }, /got "https:\/\/app\.example\.com\/"/],
     ['an entry has a path', { origins: ['https://app.example.com/api'] }, /got "https:\/\/app\.example\.com\/api"/],
     ['the cors-style origin option is used', { origin: '*', credentials: true }, /unknown option "origin"; use "origins"/],
-    ['maxAge is used for maxAgeSeconds', { origins: ['https://a.example.com'], maxAge: 60 }, /unknown option "maxAge"; use "maxAgeSeconds"/],
+    [
+      'maxAge is used for maxAgeSeconds',
+      { origins: ['https://a.example.com'], maxAge: 60 },
+      /unknown option "maxAge"; use "maxAgeSeconds"/,
+    ],
     ['maxAgeSeconds is negative', { origins: ['https://a.example.com'], maxAgeSeconds: -1 }, /maxAgeSeconds must be a whole number/],
     ['maxAgeSeconds is fractional', { origins: ['https://a.example.com'], maxAgeSeconds: 1.5 }, /maxAgeSeconds must be a whole number/],
     ['methods has "*"', { origins: ['https://a.example.com'], methods: ['*'] }, /methods must list names explicitly/],
-    ['allowedHeaders has a bad name', { origins: ['https://a.example.com'], allowedHeaders: ['X Bad'] }, /allowedHeaders must contain header or method names, got "X Bad"/],
-    ['exposedHeaders is a string', { origins: ['https://a.example.com'], exposedHeaders: 'X-Total-Count' }, /exposedHeaders must be an array/],
+    [
+      'allowedHeaders has a bad name',
+      { origins: ['https://a.example.com'], allowedHeaders: ['X Bad'] },
+      /allowedHeaders must contain header or method names, got "X Bad"/,
+    ],
+    [
+      'exposedHeaders is a string',
+      { origins: ['https://a.example.com'], exposedHeaders: 'X-Total-Count' },
+      /exposedHeaders must be an array/,
+    ],
     ['credentials is a string', { origins: ['https://a.example.com'], credentials: 'true' }, /credentials must be true or false/],
   ])('throws a TypeError when %s', (_name, given, message) => {
     expect(() => corsPreflight(given as CorsPreflightOptions)).toThrow(TypeError);
@@ -213,7 +231,11 @@ describe('corsPreflight: options', () => {
   });
 
   it('does not mutate the caller options and returns a named middleware', () => {
-    const frozen = Object.freeze({ ...options, origins: Object.freeze([...(options.origins as string[])]), methods: Object.freeze(['get', 'PUT']) });
+    const frozen = Object.freeze({
+      ...options,
+      origins: Object.freeze([...(options.origins as string[])]),
+      methods: Object.freeze(['get', 'PUT']),
+    });
     const middleware = corsPreflight(frozen);
     expect(middleware.name).toBe('corsPreflightMiddleware');
     expect(frozen.methods).toEqual(['get', 'PUT']);

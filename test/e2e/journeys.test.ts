@@ -19,7 +19,9 @@ describe('browser journeys through the demo', () => {
     t = await startDemoForTest('sso.localhost');
     browser = await launchChromium(['sso.localhost', 'other.test']);
     // A page on a loopback host outside the parent domain, to call the api from a non-allowed origin.
-    outsider = createServer((_req, res) => res.writeHead(200, { 'Content-Type': 'text/html' }).end('<!doctype html><title>outsider</title><h1>Another site</h1>'));
+    outsider = createServer((_req, res) =>
+      res.writeHead(200, { 'Content-Type': 'text/html' }).end('<!doctype html><title>outsider</title><h1>Another site</h1>'),
+    );
     await new Promise<void>((resolve) => outsider.listen(0, '127.0.0.1', resolve));
     outsiderUrl = `http://evil.other.test:${(outsider.address() as AddressInfo).port}/`;
   });
@@ -93,7 +95,7 @@ describe('browser journeys through the demo', () => {
     await context.close();
   });
 
-  it('throttles the provider\'s own password page after 5 failures', async () => {
+  it("throttles the provider's own password page after 5 failures", async () => {
     const { context, page } = await newPage();
     await page.goto(`${t.demo.url('auth', '/login')}?return_to=${encodeURIComponent(t.demo.url('shop'))}`);
     await page.getByRole('link', { name: 'Sign in with the Demo IdP' }).click();
@@ -102,7 +104,10 @@ describe('browser journeys through the demo', () => {
     for (let attempt = 0; attempt < 6; attempt += 1) {
       await page.getByLabel('Password').fill(`guess-${attempt}`);
       await page.getByLabel('Username').fill('bob');
-      const [response] = await Promise.all([page.waitForResponse((r) => r.request().method() === 'POST'), page.getByRole('button', { name: /Sign in/ }).click()]);
+      const [response] = await Promise.all([
+        page.waitForResponse((r) => r.request().method() === 'POST'),
+        page.getByRole('button', { name: /Sign in/ }).click(),
+      ]);
       statuses.push(response.status());
       await page.getByRole('alert').waitFor();
     }
@@ -111,7 +116,10 @@ describe('browser journeys through the demo', () => {
   });
 
   /** Desktop shows the QR code; the phone (signed in on the domain) scans it; resolves once the phone shows Confirm. */
-  async function startQrLogin(): Promise<{ desktop: { context: BrowserContext; page: Page }; phone: { context: BrowserContext; page: Page } }> {
+  async function startQrLogin(): Promise<{
+    desktop: { context: BrowserContext; page: Page };
+    phone: { context: BrowserContext; page: Page };
+  }> {
     const phone = await newPage();
     await passwordLogin(phone.page, 'alice', 'alice-password', t.demo.url('shop'));
     const desktop = await newPage();
@@ -143,7 +151,10 @@ describe('browser journeys through the demo', () => {
     const { context, page } = await newPage();
     await passwordLogin(page, 'alice', 'alice-password', t.demo.url('admin'));
     await expectSignedIn(page, 'alice', 'password');
-    await Promise.all([page.waitForURL((url) => url.href.startsWith(t.demo.url('auth', '/login'))), page.getByRole('button', { name: 'Sign out everywhere' }).click()]);
+    await Promise.all([
+      page.waitForURL((url) => url.href.startsWith(t.demo.url('auth', '/login'))),
+      page.getByRole('button', { name: 'Sign out everywhere' }).click(),
+    ]);
     await page.goto(t.demo.url('shop'));
     await page.waitForURL((url) => url.href.startsWith(t.demo.url('auth', '/login')));
     expect(await page.locator('#who').count()).toBe(0);
@@ -158,7 +169,12 @@ describe('browser journeys through the demo', () => {
     const call = (url: string) =>
       page.evaluate(async (target) => {
         try {
-          const response = await fetch(target, { credentials: 'include', method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ title: 'cross-site?', body: '' }) });
+          const response = await fetch(target, {
+            credentials: 'include',
+            method: 'POST',
+            headers: { 'Content-Type': 'application/json' },
+            body: JSON.stringify({ title: 'cross-site?', body: '' }),
+          });
           return `status ${response.status}`;
         } catch {
           return 'blocked';
@@ -210,7 +226,9 @@ describe('browser journeys through the demo', () => {
     // After a failure the password field has the focus, and the focus ring is drawn.
     expect(await page.locator(':focus').getAttribute('id')).toBe('password');
     type StyleWindow = { getComputedStyle(element: unknown): { outlineStyle: string } };
-    const outline = await page.locator(':focus').evaluate((element) => (globalThis as unknown as StyleWindow).getComputedStyle(element).outlineStyle);
+    const outline = await page
+      .locator(':focus')
+      .evaluate((element) => (globalThis as unknown as StyleWindow).getComputedStyle(element).outlineStyle);
     expect(outline).toBe('solid');
     await screenshot(page, 'portal-login-error');
     await context.close();

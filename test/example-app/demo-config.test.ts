@@ -14,12 +14,29 @@ describe('readDemoEnvironment', () => {
   });
 
   it('reads every variable docker-compose sets', () => {
-    const env = readDemoEnvironment({ DEMO_DOMAIN: 'Demo.Example.Test', PORT: '0', HOST: '0.0.0.0', DEMO_PUBLIC_PORT: '443', REDIS_URL: 'redis://redis:6379', DEMO_SECURE: '1' });
-    expect(env).toMatchObject({ domain: 'demo.example.test', port: 0, host: '0.0.0.0', publicPort: 443, redisUrl: 'redis://redis:6379', secure: true });
+    const env = readDemoEnvironment({
+      DEMO_DOMAIN: 'Demo.Example.Test',
+      PORT: '0',
+      HOST: '0.0.0.0',
+      DEMO_PUBLIC_PORT: '443',
+      REDIS_URL: 'redis://redis:6379',
+      DEMO_SECURE: '1',
+    });
+    expect(env).toMatchObject({
+      domain: 'demo.example.test',
+      port: 0,
+      host: '0.0.0.0',
+      publicPort: 443,
+      redisUrl: 'redis://redis:6379',
+      secure: true,
+    });
   });
 
   it('turns https on with a certificate and key', () => {
-    expect(readDemoEnvironment({ DEMO_TLS_CERT: 'c.pem', DEMO_TLS_KEY: 'k.pem' })).toMatchObject({ secure: true, tls: { certPath: 'c.pem', keyPath: 'k.pem' } });
+    expect(readDemoEnvironment({ DEMO_TLS_CERT: 'c.pem', DEMO_TLS_KEY: 'k.pem' })).toMatchObject({
+      secure: true,
+      tls: { certPath: 'c.pem', keyPath: 'k.pem' },
+    });
   });
 
   it.each([

@@ -16,7 +16,11 @@ describe('the demo contract', () => {
 
   describe('POST auth/login', () => {
     it('answers 302 to return_to with the session cookie for the parent domain', async () => {
-      const res = await t.site('auth').post('/login').set('Origin', origin('auth')).type('form')
+      const res = await t
+        .site('auth')
+        .post('/login')
+        .set('Origin', origin('auth'))
+        .type('form')
         .send({ username: 'alice', password: 'alice-password', return_to: t.demo.url('admin', '/') });
       expect(res.status).toBe(302);
       expect(res.headers.location).toBe(t.demo.url('admin', '/'));
@@ -28,14 +32,22 @@ describe('the demo contract', () => {
     });
 
     it('refuses a wrong password with 401 and no cookie', async () => {
-      const res = await t.site('auth').post('/login').set('Origin', origin('auth')).type('form')
+      const res = await t
+        .site('auth')
+        .post('/login')
+        .set('Origin', origin('auth'))
+        .type('form')
         .send({ username: 'alice', password: 'bob-password', return_to: '' });
       expect(res.status).toBe(401);
       expect(setCookieValue(res, 'sso.sid')).toBeUndefined();
     });
 
     it('refuses a return_to outside the parent domain by sending the browser to the shop instead', async () => {
-      const res = await t.site('auth').post('/login').set('Origin', origin('auth')).type('form')
+      const res = await t
+        .site('auth')
+        .post('/login')
+        .set('Origin', origin('auth'))
+        .type('form')
         .send({ username: 'bob', password: 'bob-password', return_to: 'http://evil.test/' });
       expect(res.headers.location).toBe(t.demo.url('shop', '/'));
     });
@@ -129,10 +141,13 @@ describe('the demo contract', () => {
       expect(back).toBe(t.demo.url('idp', '/sns/qr-logins/abc/confirmation'));
     });
 
-    it.each(['//evil.test/x', 'http://evil.test/', 'javascript:alert(1)'])('sends an unsafe return_to %s back to the provider root instead', async (target) => {
-      const res = await t.site('idp').get('/login').query({ return_to: target });
-      expect(new URL(res.headers.location!).searchParams.get('return_to')).toBe(t.demo.url('idp', '/'));
-    });
+    it.each(['//evil.test/x', 'http://evil.test/', 'javascript:alert(1)'])(
+      'sends an unsafe return_to %s back to the provider root instead',
+      async (target) => {
+        const res = await t.site('idp').get('/login').query({ return_to: target });
+        expect(new URL(res.headers.location!).searchParams.get('return_to')).toBe(t.demo.url('idp', '/'));
+      },
+    );
 
     it('publishes OpenID discovery with the public issuer', async () => {
       const res = await t.site('idp').get('/.well-known/openid-configuration');

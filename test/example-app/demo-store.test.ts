@@ -15,7 +15,10 @@ describe('chooseDemoStore', () => {
 
   it('uses the Redis that answers', async () => {
     const lines: string[] = [];
-    const store = await chooseDemoStore({ probeUrl: process.env.SSO_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379', log: (line) => lines.push(line) });
+    const store = await chooseDemoStore({
+      probeUrl: process.env.SSO_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379',
+      log: (line) => lines.push(line),
+    });
     try {
       expect(store.kind).toBe('redis');
       expect(lines).toEqual([]);
@@ -25,6 +28,8 @@ describe('chooseDemoStore', () => {
   });
 
   it('refuses to start when the explicitly given REDIS_URL does not answer', async () => {
-    await expect(chooseDemoStore({ redisUrl: `redis://127.0.0.1:${await freePort()}`, log: () => undefined })).rejects.toThrow(/REDIS_URL does not answer/);
+    await expect(chooseDemoStore({ redisUrl: `redis://127.0.0.1:${await freePort()}`, log: () => undefined })).rejects.toThrow(
+      /REDIS_URL does not answer/,
+    );
   });
 });

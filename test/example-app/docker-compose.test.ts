@@ -5,15 +5,18 @@ import { parse } from 'yaml';
 // No Docker engine runs in CI, so the compose file is checked for the mistakes that would only show at `up`.
 const root = resolve(__dirname, '../..');
 const compose = parse(readFileSync(join(root, 'docker-compose.yml'), 'utf8')) as {
-  services: Record<string, {
-    image?: string;
-    build?: string | { context: string; dockerfile?: string };
-    environment?: Record<string, string> | string[];
-    volumes?: Array<string | { type?: string; source?: string }>;
-    healthcheck?: { test?: string[] | string };
-    ports?: string[];
-    depends_on?: Record<string, { condition?: string }> | string[];
-  }>;
+  services: Record<
+    string,
+    {
+      image?: string;
+      build?: string | { context: string; dockerfile?: string };
+      environment?: Record<string, string> | string[];
+      volumes?: Array<string | { type?: string; source?: string }>;
+      healthcheck?: { test?: string[] | string };
+      ports?: string[];
+      depends_on?: Record<string, { condition?: string }> | string[];
+    }
+  >;
 };
 const services = Object.entries(compose.services);
 
@@ -66,7 +69,9 @@ describe('docker-compose.yml', () => {
       for (const match of readFileSync(file, 'utf8').matchAll(/\b(?:process\.)?env\.([A-Z][A-Z0-9_]*)/g)) read.add(match[1]!);
     }
     const dockerfile = readFileSync(join(root, 'example-app/Dockerfile'), 'utf8');
-    const dockerfileEnv = [...dockerfile.matchAll(/^\s*(?:ENV\s+)?([A-Z][A-Z0-9_]*)=/gm)].map((m) => m[1]!).filter((name) => name !== 'NODE_ENV');
+    const dockerfileEnv = [...dockerfile.matchAll(/^\s*(?:ENV\s+)?([A-Z][A-Z0-9_]*)=/gm)]
+      .map((m) => m[1]!)
+      .filter((name) => name !== 'NODE_ENV');
     const set = [...environmentNames(compose.services['example-app']!.environment), ...dockerfileEnv];
     expect(set.length).toBeGreaterThan(0);
     expect(set.filter((name) => !read.has(name))).toEqual([]);

@@ -7,7 +7,10 @@ describe('api /notes', () => {
   let aliceToken: string;
   let bobToken: string;
 
-  async function mint(subject: string, overrides: { audience?: string; expiresIn?: string | number; issuer?: string } = {}): Promise<string> {
+  async function mint(
+    subject: string,
+    overrides: { audience?: string; expiresIn?: string | number; issuer?: string } = {},
+  ): Promise<string> {
     const { issuer, audience, signingKey } = t.demo.apiTokens;
     // jose is ESM-only; the dynamic import works under the suite's Jest setup.
     const { SignJWT } = await import('jose');
@@ -48,12 +51,14 @@ describe('api /notes', () => {
       ['for another audience', { audience: 'http://shop.sso.test' }],
       ['from another issuer', { issuer: 'http://evil.test' }],
     ])('answers 401 for a token %s', async (_label, overrides) => {
-      const res = await api().get('/notes').set('Authorization', `Bearer ${await mint('alice', overrides)}`);
+      const res = await api()
+        .get('/notes')
+        .set('Authorization', `Bearer ${await mint('alice', overrides)}`);
       expectProblem(res, 401);
       expect(res.headers['www-authenticate']).toMatch(/^Bearer/);
     });
 
-    it('keeps each user\'s notes to themselves (another user gets 404)', async () => {
+    it("keeps each user's notes to themselves (another user gets 404)", async () => {
       const note = await create('private');
       expectProblem(await api().get(`/notes/${note.id}`).set('Authorization', `Bearer ${bobToken}`), 404);
       const list = await api().get('/notes').set('Authorization', `Bearer ${bobToken}`);
@@ -97,7 +102,13 @@ describe('api /notes', () => {
     it('creates a note: 201, Location of the new item, the complete new resource', async () => {
       const res = await asAlice(api().post('/notes')).send({ title: 'created', body: 'text' });
       expect(res.status).toBe(201);
-      expect(res.body).toEqual({ id: expect.any(String), title: 'created', body: 'text', createdAt: expect.any(String), updatedAt: expect.any(String) });
+      expect(res.body).toEqual({
+        id: expect.any(String),
+        title: 'created',
+        body: 'text',
+        createdAt: expect.any(String),
+        updatedAt: expect.any(String),
+      });
       expect(res.headers.location).toBe(`/notes/${res.body.id}`);
       expect((await asAlice(api().get(res.headers.location!))).body).toEqual(res.body);
     });
@@ -195,7 +206,9 @@ describe('api /notes', () => {
 
     it('accepts application/merge-patch+json', async () => {
       const note = await create('merge');
-      const res = await asAlice(api().patch(`/notes/${note.id}`)).set('Content-Type', 'application/merge-patch+json').send(JSON.stringify({ body: 'merged' }));
+      const res = await asAlice(api().patch(`/notes/${note.id}`))
+        .set('Content-Type', 'application/merge-patch+json')
+        .send(JSON.stringify({ body: 'merged' }));
       expect(res.status).toBe(200);
       expect(res.body.body).toBe('merged');
     });
@@ -249,11 +262,14 @@ describe('api /notes', () => {
     });
   });
 
-  describe('from the apps\' pages (session cookie, CORS)', () => {
+  describe("from the apps' pages (session cookie, CORS)", () => {
     const shopOrigin = () => new URL(t.demo.url('shop')).origin;
 
     it('answers a preflight from a sibling app with its origin and credentials allowed', async () => {
-      const res = await api().options('/notes').set('Origin', shopOrigin()).set('Access-Control-Request-Method', 'POST')
+      const res = await api()
+        .options('/notes')
+        .set('Origin', shopOrigin())
+        .set('Access-Control-Request-Method', 'POST')
         .set('Access-Control-Request-Headers', 'content-type');
       expect(res.status).toBe(204);
       expect(res.headers['access-control-allow-origin']).toBe(shopOrigin());
@@ -278,7 +294,11 @@ describe('api /notes', () => {
 
     it('refuses a cookie-authenticated write posted by another site (CSRF) with 403', async () => {
       const cookie = await t.login('bob', 'bob-password');
-      const res = await api().post('/notes').set('Cookie', cookie).set('Origin', 'http://evil.other.test').send({ title: 'forged', body: '' });
+      const res = await api()
+        .post('/notes')
+        .set('Cookie', cookie)
+        .set('Origin', 'http://evil.other.test')
+        .send({ title: 'forged', body: '' });
       expectProblem(res, 403, 'csrf_origin');
     });
   });

@@ -7,7 +7,15 @@ import { testRedisStore } from './redis';
 export interface DemoUnderTest {
   demo: RunningDemo;
   /** A supertest agent-less request to a site: the right Host header on the demo's loopback port. */
-  site(site: DemoSite): { get(path: string): request.Test; post(path: string): request.Test; put(path: string): request.Test; patch(path: string): request.Test; delete(path: string): request.Test; options(path: string): request.Test; head(path: string): request.Test };
+  site(site: DemoSite): {
+    get(path: string): request.Test;
+    post(path: string): request.Test;
+    put(path: string): request.Test;
+    patch(path: string): request.Test;
+    delete(path: string): request.Test;
+    options(path: string): request.Test;
+    head(path: string): request.Test;
+  };
   /** Logs in at the portal as a browser would; resolves to the `sso.sid=…` cookie pair. */
   login(username: string, password: string): Promise<string>;
   close(): Promise<void>;

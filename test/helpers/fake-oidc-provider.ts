@@ -106,13 +106,18 @@ export async function startFakeIdp(options: { clientId: string; clientSecret: st
     },
   };
 
-  async function sign(claims: Record<string, unknown>, signOptions: { key?: FakeKey; kid?: string | null; alg?: string } = {}): Promise<string> {
+  async function sign(
+    claims: Record<string, unknown>,
+    signOptions: { key?: FakeKey; kid?: string | null; alg?: string } = {},
+  ): Promise<string> {
     const key = signOptions.key ?? fake.keys[0]!;
     const alg = signOptions.alg ?? 'RS256';
     const kid = signOptions.kid === null ? undefined : (signOptions.kid ?? key.kid);
     if (alg === 'none') return new jose.UnsecuredJWT(claims).encode();
     if (alg === 'HS256') {
-      return new jose.SignJWT(claims).setProtectedHeader({ alg, ...(kid ? { kid } : {}) }).sign(new TextEncoder().encode(options.clientSecret));
+      return new jose.SignJWT(claims)
+        .setProtectedHeader({ alg, ...(kid ? { kid } : {}) })
+        .sign(new TextEncoder().encode(options.clientSecret));
     }
     return new jose.SignJWT(claims).setProtectedHeader({ alg, typ: 'JWT', ...(kid ? { kid } : {}) }).sign(key.privateKey);
   }
@@ -147,7 +152,11 @@ export async function startFakeIdp(options: { clientId: string; clientSecret: st
     if (url.pathname === '/authorize') {
       const params = url.searchParams;
       const code = randomBytes(16).toString('base64url');
-      codes.set(code, { nonce: params.get('nonce') ?? '', challenge: params.get('code_challenge') ?? '', redirectUri: params.get('redirect_uri') ?? '' });
+      codes.set(code, {
+        nonce: params.get('nonce') ?? '',
+        challenge: params.get('code_challenge') ?? '',
+        redirectUri: params.get('redirect_uri') ?? '',
+      });
       const back = new URL(params.get('redirect_uri') ?? '');
       back.searchParams.set('code', code);
       back.searchParams.set('state', params.get('state') ?? '');
@@ -180,20 +189,37 @@ export async function startFakeIdp(options: { clientId: string; clientSecret: st
         // No refresh_token in the answer: the client must keep using the one it has.
         const now = Math.floor(Date.now() / 1000);
         const claims = { iss: fake.issuer, sub: fake.sub, aud: options.clientId, exp: now + 300, iat: now };
-        const idToken = fake.refreshIdToken ? await fake.refreshIdToken({ issuer: fake.issuer, clientId: options.clientId, nonce: '', now, sign, claims }) : undefined;
-        return json(res, 200, { access_token: randomBytes(8).toString('hex'), token_type: 'Bearer', expires_in: 300, ...(idToken ? { id_token: idToken } : {}) });
+        const idToken = fake.refreshIdToken
+          ? await fake.refreshIdToken({ issuer: fake.issuer, clientId: options.clientId, nonce: '', now, sign, claims })
+          : undefined;
+        return json(res, 200, {
+          access_token: randomBytes(8).toString('hex'),
+          token_type: 'Bearer',
+          expires_in: 300,
+          ...(idToken ? { id_token: idToken } : {}),
+        });
       }
       const code = codes.get(form.get('code') ?? '');
       codes.delete(form.get('code') ?? '');
       const verifier = form.get('code_verifier') ?? '';
       if (
-        fake.tokenMode === 'invalid_grant' || !code || code.redirectUri !== form.get('redirect_uri') ||
+        fake.tokenMode === 'invalid_grant' ||
+        !code ||
+        code.redirectUri !== form.get('redirect_uri') ||
         createHash('sha256').update(verifier).digest('base64url') !== code.challenge
       ) {
         return json(res, 400, { error: 'invalid_grant' });
       }
       const now = Math.floor(Date.now() / 1000);
-      const claims = { iss: fake.issuer, sub: fake.sub, aud: options.clientId, exp: now + 300, iat: now, nonce: code.nonce, name: 'Fake User' };
+      const claims = {
+        iss: fake.issuer,
+        sub: fake.sub,
+        aud: options.clientId,
+        exp: now + 300,
+        iat: now,
+        nonce: code.nonce,
+        name: 'Fake User',
+      };
       const idToken = await fake.idToken({ issuer: fake.issuer, clientId: options.clientId, nonce: code.nonce, now, sign, claims });
       json(res, 200, {
         access_token: randomBytes(8).toString('hex'),

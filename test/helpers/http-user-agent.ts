@@ -54,7 +54,10 @@ export class TestUserAgent {
     const target = new URL(url);
     const host = target.hostname.toLowerCase();
     return this.jar.filter(
-      (cookie) => domainMatches(host, cookie) && target.pathname.startsWith(cookie.path) && (!cookie.secure || target.protocol === 'https:' || host === '127.0.0.1'),
+      (cookie) =>
+        domainMatches(host, cookie) &&
+        target.pathname.startsWith(cookie.path) &&
+        (!cookie.secure || target.protocol === 'https:' || host === '127.0.0.1'),
     );
   }
 
@@ -108,14 +111,23 @@ export class TestUserAgent {
       Host: target.host,
       Accept: 'text/html,application/xhtml+xml',
       ...(mapped ? { 'X-Forwarded-Proto': target.protocol.replace(':', '') } : {}),
-      ...(body !== undefined ? { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': String(Buffer.byteLength(body)) } : {}),
+      ...(body !== undefined
+        ? { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': String(Buffer.byteLength(body)) }
+        : {}),
       ...options.headers,
     };
     const cookies = this.cookiesFor(url);
     if (cookies.length > 0) headers.Cookie = cookies.map((cookie) => `${cookie.name}=${cookie.value}`).join('; ');
     return new Promise((resolve, reject) => {
       const req = httpRequest(
-        { host: '127.0.0.1', port, method: options.method ?? (body !== undefined ? 'POST' : 'GET'), path: `${target.pathname}${target.search}`, headers, agent: false },
+        {
+          host: '127.0.0.1',
+          port,
+          method: options.method ?? (body !== undefined ? 'POST' : 'GET'),
+          path: `${target.pathname}${target.search}`,
+          headers,
+          agent: false,
+        },
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -136,7 +148,10 @@ export class TestUserAgent {
    * Follows redirects (GET after any 3xx, as browsers do after 302/303) and returns every answer, the last being
    * the one that did not redirect. `stopAt` ends the walk before requesting a URL it matches.
    */
-  async follow(url: string, options: UserAgentRequest & { stopAt?: (url: string) => boolean; maxRedirects?: number } = {}): Promise<UserAgentResponse[]> {
+  async follow(
+    url: string,
+    options: UserAgentRequest & { stopAt?: (url: string) => boolean; maxRedirects?: number } = {},
+  ): Promise<UserAgentResponse[]> {
     const chain: UserAgentResponse[] = [];
     let next: string | undefined = url;
     let init: UserAgentRequest = options;

@@ -18,8 +18,13 @@ export function signRaw(headerJson: string, payloadJson: string, alg: 'HS256' | 
   const input = `${b64url(headerJson)}.${b64url(payloadJson)}`;
   const signature =
     alg === 'HS256'
-      ? createHmac('sha256', key as Buffer).update(input).digest('base64url')
-      : createSign('RSA-SHA256').update(input).sign(key as KeyObject).toString('base64url');
+      ? createHmac('sha256', key as Buffer)
+          .update(input)
+          .digest('base64url')
+      : createSign('RSA-SHA256')
+          .update(input)
+          .sign(key as KeyObject)
+          .toString('base64url');
   return `${input}.${signature}`;
 }
 
@@ -41,7 +46,9 @@ export interface TestHttpServer {
   close(): Promise<void>;
 }
 
-export async function startHttpServer(handler: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => res.end()): Promise<TestHttpServer> {
+export async function startHttpServer(
+  handler: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => res.end(),
+): Promise<TestHttpServer> {
   let current = handler;
   const server: Server = createServer((req, res) => {
     state.hits++;

@@ -31,7 +31,11 @@ export function validClaims(target: AttackTarget, extra: Record<string, unknown>
 }
 
 /** A token the target accepts (RS256, typ at+jwt), minted by jose. */
-export async function mintValid(target: AttackTarget, claims: Record<string, unknown> = {}, header: Record<string, unknown> = {}): Promise<string> {
+export async function mintValid(
+  target: AttackTarget,
+  claims: Record<string, unknown> = {},
+  header: Record<string, unknown> = {},
+): Promise<string> {
   const jose = await loadJose();
   return new jose.SignJWT(validClaims(target, claims))
     .setProtectedHeader({ alg: 'RS256', kid: target.kid, typ: 'at+jwt', ...header } as never)
@@ -56,7 +60,9 @@ export async function buildAttackCorpus(target: AttackTarget): Promise<Attack[]>
   const sign = (payload: Record<string, unknown>, header: Record<string, unknown>, key: KeyObject | Uint8Array = target.privateKey) =>
     new jose.SignJWT(payload).setProtectedHeader({ alg: 'RS256', kid: target.kid, typ: 'at+jwt', ...header } as never).sign(key);
   const rawPayload = (text: string) =>
-    new jose.CompactSign(new TextEncoder().encode(text)).setProtectedHeader({ alg: 'RS256', kid: target.kid, typ: 'at+jwt' }).sign(target.privateKey);
+    new jose.CompactSign(new TextEncoder().encode(text))
+      .setProtectedHeader({ alg: 'RS256', kid: target.kid, typ: 'at+jwt' })
+      .sign(target.privateKey);
   const publicPem = target.publicKey.export({ format: 'pem', type: 'spki' }).toString();
   const claimsJson = JSON.stringify(claims);
 
@@ -91,8 +97,16 @@ export async function buildAttackCorpus(target: AttackTarget): Promise<Attack[]>
       token: await sign(claims, { kid: 'attacker', x5u: `${target.attackerUrl}/cert.pem` }, attacker.privateKey),
       reasons: ['unknown_kid'],
     },
-    { name: 'embedded jwk of the attacker', token: await sign(claims, { jwk: attackerJwk }, attacker.privateKey), reasons: ['bad_signature'] },
-    { name: 'embedded jwk without kid', token: await sign(claims, { kid: undefined, jwk: attackerJwk }, attacker.privateKey), reasons: ['bad_signature', 'unknown_kid'] },
+    {
+      name: 'embedded jwk of the attacker',
+      token: await sign(claims, { jwk: attackerJwk }, attacker.privateKey),
+      reasons: ['bad_signature'],
+    },
+    {
+      name: 'embedded jwk without kid',
+      token: await sign(claims, { kid: undefined, jwk: attackerJwk }, attacker.privateKey),
+      reasons: ['bad_signature', 'unknown_kid'],
+    },
     { name: 'x5c of the attacker', token: await sign(claims, { x5c: ['MIIB'] }, attacker.privateKey), reasons: ['bad_signature'] },
     { name: 'expired', token: await sign({ ...claims, iat: now - 3600, exp: now - 60 }, {}), reasons: ['expired'] },
     { name: 'nbf in the future', token: await sign({ ...claims, nbf: now + 600 }, {}), reasons: ['not_yet_valid'] },
@@ -104,7 +118,11 @@ export async function buildAttackCorpus(target: AttackTarget): Promise<Attack[]>
     { name: 'missing exp', token: await sign(withoutClaim(claims, 'exp'), {}), reasons: ['missing_claim'] },
     { name: 'exp as a string', token: await rawPayload(JSON.stringify({ ...claims, exp: String(now + 600) })), reasons: ['invalid_claim'] },
     { name: 'tampered payload', token: `${h}.${b64url(JSON.stringify({ ...claims, sub: 'admin' }))}.${s}`, reasons: ['bad_signature'] },
-    { name: 'tampered header', token: `${b64url(JSON.stringify({ alg: 'RS256', kid: target.kid, typ: 'at+jwt', x: 1 }))}.${p}.${s}`, reasons: ['bad_signature'] },
+    {
+      name: 'tampered header',
+      token: `${b64url(JSON.stringify({ alg: 'RS256', kid: target.kid, typ: 'at+jwt', x: 1 }))}.${p}.${s}`,
+      reasons: ['bad_signature'],
+    },
     { name: 'truncated signature', token: valid.slice(0, -10), reasons: ['bad_signature'] },
     { name: 'signature removed', token: `${h}.${p}.`, reasons: ['malformed'] },
     { name: 'two segments', token: `${h}.${p}`, reasons: ['malformed'] },
@@ -112,13 +130,29 @@ export async function buildAttackCorpus(target: AttackTarget): Promise<Attack[]>
     { name: 'five segments (JWE shape)', token: `${h}.${p}.${s}.${s}.${s}`, reasons: ['malformed'] },
     { name: 'standard base64 characters', token: `${h}.${p.replace(/-/g, '+').replace(/_/g, '/')}+/.${s}`, reasons: ['malformed'] },
     { name: 'base64 padding', token: `${h}.${p}.${s}=`, reasons: ['malformed'] },
-    { name: 'non-canonical base64url', token: `${h.slice(0, -1)}${h.endsWith('A') ? 'B' : 'A'}.${p}.${s}`, reasons: ['malformed', 'bad_signature'] },
+    {
+      name: 'non-canonical base64url',
+      token: `${h.slice(0, -1)}${h.endsWith('A') ? 'B' : 'A'}.${p}.${s}`,
+      reasons: ['malformed', 'bad_signature'],
+    },
     { name: 'header that is not JSON', token: `${b64url('{alg:RS256}')}.${p}.${s}`, reasons: ['malformed'] },
     { name: 'payload that is a JSON array', token: await rawPayload('[1,2,3]'), reasons: ['malformed'] },
-    { name: 'payload that is not UTF-8', token: `${h}.${Buffer.from([0x7b, 0xff, 0xfe, 0x7d]).toString('base64url')}.${s}`, reasons: ['malformed'] },
+    {
+      name: 'payload that is not UTF-8',
+      token: `${h}.${Buffer.from([0x7b, 0xff, 0xfe, 0x7d]).toString('base64url')}.${s}`,
+      reasons: ['malformed'],
+    },
     { name: 'a 16 KB token', token: await sign({ ...claims, pad: 'x'.repeat(16 * 1024) }, {}), reasons: ['too_large'] },
-    { name: 'two sub members in the payload', token: await rawPayload(`${claimsJson.slice(0, -1)},"sub":"admin"}`), reasons: ['duplicate_member'] },
-    { name: 'a repeated member spelled with an escape', token: await rawPayload(`${claimsJson.slice(0, -1)},"s\\u0075b":"admin"}`), reasons: ['duplicate_member'] },
+    {
+      name: 'two sub members in the payload',
+      token: await rawPayload(`${claimsJson.slice(0, -1)},"sub":"admin"}`),
+      reasons: ['duplicate_member'],
+    },
+    {
+      name: 'a repeated member spelled with an escape',
+      token: await rawPayload(`${claimsJson.slice(0, -1)},"s\\u0075b":"admin"}`),
+      reasons: ['duplicate_member'],
+    },
     {
       name: 'two alg members in the header',
       token: signRaw(`{"alg":"HS256","typ":"at+jwt","kid":"${target.kid}","alg":"RS256"}`, claimsJson, 'RS256', target.privateKey),
@@ -127,12 +161,19 @@ export async function buildAttackCorpus(target: AttackTarget): Promise<Attack[]>
     { name: 'wrong typ', token: await sign(claims, { typ: 'JWT' }), reasons: ['wrong_typ'] },
     {
       name: 'crit header',
-      token: signRaw(JSON.stringify({ alg: 'RS256', kid: target.kid, typ: 'at+jwt', crit: ['exp'] }), claimsJson, 'RS256', target.privateKey),
+      token: signRaw(
+        JSON.stringify({ alg: 'RS256', kid: target.kid, typ: 'at+jwt', crit: ['exp'] }),
+        claimsJson,
+        'RS256',
+        target.privateKey,
+      ),
       reasons: ['unsupported_crit'],
     },
     {
       name: 'signed with an HMAC key while RS256 is expected',
-      token: await new jose.SignJWT(claims).setProtectedHeader({ alg: 'HS256', kid: target.kid, typ: 'at+jwt' }).sign(createSecretKey(randomBytes(32))),
+      token: await new jose.SignJWT(claims)
+        .setProtectedHeader({ alg: 'HS256', kid: target.kid, typ: 'at+jwt' })
+        .sign(createSecretKey(randomBytes(32))),
       reasons: ['unsupported_alg'],
     },
     {

@@ -43,7 +43,10 @@ export interface SsoApps {
    * `POST /logout/<name>`, `POST /backchannel-logout/<name>`; on both apps: `oidcContext`, `GET /me` (the user or
    * 401), `GET /token` (`req.oidc.accessToken()`) and `POST /refresh` (`req.oidc.refresh()`).
    */
-  configure(options: Omit<OidcProviderOptions, 'store' | 'redirectUri'> & { redirectUri?: string }, context?: OidcContextOptions): OidcProvider;
+  configure(
+    options: Omit<OidcProviderOptions, 'store' | 'redirectUri'> & { redirectUri?: string },
+    context?: OidcContextOptions,
+  ): OidcProvider;
   close(): Promise<void>;
 }
 

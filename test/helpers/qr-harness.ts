@@ -27,7 +27,15 @@ export const SHOP_REDIRECT = 'https://shop.example.test/callback/qr';
 export const ADMIN_REDIRECT = 'https://admin.example.test/callback/qr';
 
 export const USERS: Record<string, QrDirectoryUser> = {
-  alice: { id: 'alice', name: 'Alice', sex: 2, city: 'Hangzhou', province: 'Zhejiang', country: 'CN', headimgurl: 'https://img.example.test/a.png' },
+  alice: {
+    id: 'alice',
+    name: 'Alice',
+    sex: 2,
+    city: 'Hangzhou',
+    province: 'Zhejiang',
+    country: 'CN',
+    headimgurl: 'https://img.example.test/a.png',
+  },
   bob: { id: 'bob', name: 'Bob', attributes: { city: 'Lyon', country: 'FR' } },
 };
 
@@ -56,7 +64,13 @@ export async function startProvider(
   app.use(session({ secret: 'qr-harness-session-secret', resave: false, saveUninitialized: false, name: 'idp.sid' }));
   // The provider's own login, reduced to what the demo confirmation page needs: a session with a user.
   app.post('/test/login/:userId', (req, res) => {
-    req.session.user = { id: String(req.params.userId), name: String(req.params.userId), roles: [], method: 'password', authenticatedAt: Date.now() };
+    req.session.user = {
+      id: String(req.params.userId),
+      name: String(req.params.userId),
+      roles: [],
+      method: 'password',
+      authenticatedAt: Date.now(),
+    };
     res.sendStatus(204);
   });
   app.use(
@@ -139,7 +153,9 @@ export function qrconnectQuery(overrides: Record<string, string> = {}): string {
 }
 
 export async function createLogin(baseUrl: string, overrides: Record<string, string> = {}): Promise<CreatedLogin> {
-  const res = await fetch(`${baseUrl}/sns/oauth2/qrconnect?${qrconnectQuery(overrides)}`, { headers: { 'user-agent': 'HarnessBrowser/1.0' } });
+  const res = await fetch(`${baseUrl}/sns/oauth2/qrconnect?${qrconnectQuery(overrides)}`, {
+    headers: { 'user-agent': 'HarnessBrowser/1.0' },
+  });
   if (res.status !== 201) throw new Error(`qrconnect answered ${res.status}: ${await res.text()}`);
   const body = (await res.json()) as { qr_url: string; status_url: string; events_url: string; redirection_url: string };
   const setCookie = res.headers.get('set-cookie') ?? '';
@@ -147,7 +163,15 @@ export async function createLogin(baseUrl: string, overrides: Record<string, str
   if (!binding) throw new Error('qrconnect set no binding cookie');
   const authCode = /\/sns\/qr-logins\/([^/]+)\/confirmation$/.exec(body.qr_url)?.[1];
   if (!authCode) throw new Error(`unexpected qr_url ${body.qr_url}`);
-  return { authCode, binding, setCookie, qrUrl: body.qr_url, statusUrl: body.status_url, eventsUrl: body.events_url, redirectionUrl: body.redirection_url };
+  return {
+    authCode,
+    binding,
+    setCookie,
+    qrUrl: body.qr_url,
+    statusUrl: body.status_url,
+    eventsUrl: body.events_url,
+    redirectionUrl: body.redirection_url,
+  };
 }
 
 /** PATCHes a login request's status as the phone app of `userId`. */
@@ -172,7 +196,10 @@ export async function confirmAndCollect(baseUrl: string, login: CreatedLogin, us
 }
 
 /** Exchanges a code at the token endpoint (form body). */
-export async function exchange(baseUrl: string, params: Record<string, string>): Promise<{ status: number; body: Record<string, unknown> }> {
+export async function exchange(
+  baseUrl: string,
+  params: Record<string, string>,
+): Promise<{ status: number; body: Record<string, unknown> }> {
   const res = await fetch(`${baseUrl}/sns/oauth2/access_token`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },

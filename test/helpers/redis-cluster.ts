@@ -95,14 +95,22 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
       const child = spawn(
         'redis-server',
         [
-          '--port', String(port),
-          '--bind', '127.0.0.1',
-          '--cluster-enabled', 'yes',
-          '--cluster-config-file', join(dir, `nodes-${port}.conf`),
-          '--cluster-node-timeout', '2000',
-          '--dir', dir,
-          '--save', '',
-          '--appendonly', 'no',
+          '--port',
+          String(port),
+          '--bind',
+          '127.0.0.1',
+          '--cluster-enabled',
+          'yes',
+          '--cluster-config-file',
+          join(dir, `nodes-${port}.conf`),
+          '--cluster-node-timeout',
+          '2000',
+          '--dir',
+          dir,
+          '--save',
+          '',
+          '--appendonly',
+          'no',
         ],
         { stdio: 'ignore' },
       );
@@ -112,9 +120,11 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
       await waitFor(async () => (await ask(port, 'PING')) === 'PONG', 5000, `node ${port} answering PING`);
     }
     await run('redis-cli', [
-      '--cluster', 'create',
+      '--cluster',
+      'create',
       ...ports.map((port) => `127.0.0.1:${port}`),
-      '--cluster-replicas', '0',
+      '--cluster-replicas',
+      '0',
       '--cluster-yes',
     ]);
     for (const port of ports) {

@@ -50,7 +50,14 @@ async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: s
 }
 
 async function ask(port: number, ...command: string[]): Promise<unknown> {
-  const client = new Redis({ host: '127.0.0.1', port, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, commandTimeout: 1000 });
+  const client = new Redis({
+    host: '127.0.0.1',
+    port,
+    lazyConnect: true,
+    retryStrategy: () => null,
+    maxRetriesPerRequest: 0,
+    commandTimeout: 1000,
+  });
   client.on('error', () => undefined);
   // A client that never connected holds nothing; calling disconnect() on it would start a 2 s ioredis timer that
   // outlives the test. One that did connect is closed with QUIT, which ends the socket at once.
@@ -126,7 +133,9 @@ export async function startRedisSentinel(options: RedisSentinelOptions = {}): Pr
     // anyway, but starting it as a replica avoids a window in which two nodes accept writes.
     let knownMasterPort = masterPort;
     const dataNodeArgs = (port: number) => (): string[] => [
-      '--port', String(port), ...common,
+      '--port',
+      String(port),
+      ...common,
       ...(port === knownMasterPort ? [] : ['--replicaof', '127.0.0.1', String(knownMasterPort)]),
     ];
     const master = processNode(masterPort, dataNodeArgs(masterPort));

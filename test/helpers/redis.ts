@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomInt } from 'node:crypto';
 import { connect, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import Redis, { Cluster } from 'ioredis';
 import { createRedisConnection, RedisStore, type RedisClient } from '../../lib/store';
 
@@ -27,7 +28,9 @@ export function testPrefix(label = 'test'): string {
 }
 
 /** A RedisStore over a fresh connection and a fresh prefix; `cleanup()` deletes its keys and closes it. */
-export async function testRedisStore(label?: string): Promise<{ store: RedisStore; client: RedisClient; prefix: string; cleanup: () => Promise<void> }> {
+export async function testRedisStore(
+  label?: string,
+): Promise<{ store: RedisStore; client: RedisClient; prefix: string; cleanup: () => Promise<void> }> {
   const client = testRedisClient();
   const prefix = testPrefix(label);
   const store = new RedisStore(client, { prefix });
@@ -153,7 +156,21 @@ async function waitForPing(port: number, timeoutMs: number): Promise<void> {
 export async function startPrivateRedis(extraArgs: string[] = []): Promise<PrivateRedis> {
   const port = await freePort();
   const debugArgs = extraArgs.includes('--enable-debug-command') ? [] : ['--enable-debug-command', 'local'];
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...debugArgs, ...extraArgs];
+  // No persistence, and a working directory outside the checkout, so no run leaves a dump file behind.
+  const args = [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--dir',
+    tmpdir(),
+    ...debugArgs,
+    ...extraArgs,
+  ];
   let child: ChildProcess | undefined;
   const isRunning = (server: ChildProcess | undefined): server is ChildProcess =>
     server !== undefined && server.exitCode === null && server.signalCode === null;
@@ -180,7 +197,10 @@ export async function startPrivateRedis(extraArgs: string[] = []): Promise<Priva
       const admin = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 0 });
       admin.on('error', () => undefined);
       // DEBUG SLEEP blocks the server; do not await its reply.
-      void admin.call('DEBUG', 'SLEEP', String(seconds)).catch(() => undefined).finally(() => admin.disconnect());
+      void admin
+        .call('DEBUG', 'SLEEP', String(seconds))
+        .catch(() => undefined)
+        .finally(() => admin.disconnect());
       await new Promise((resolve) => setTimeout(resolve, 20));
     },
   };

@@ -78,7 +78,13 @@ export function baseUrl(server: Server): string {
 }
 
 /** A request to `server` as if it came through the TLS proxy of `host`, with an optional cookie. */
-export function via(server: Server, host: string, method: 'get' | 'post' | 'put' | 'patch' | 'delete' | 'head' | 'options', path: string, cookie?: string): Test {
+export function via(
+  server: Server,
+  host: string,
+  method: 'get' | 'post' | 'put' | 'patch' | 'delete' | 'head' | 'options',
+  path: string,
+  cookie?: string,
+): Test {
   const test = request(server)[method](path).set('Host', host).set('X-Forwarded-Proto', 'https');
   return cookie ? test.set('Cookie', cookie) : test;
 }
@@ -103,7 +109,12 @@ export function sessionIdOf(cookiePair: string): string {
 }
 
 /** Logs a user in through `POST /login` of `server` (on `host`) and returns the session cookie pair. */
-export async function loginAs(server: Server, host: string, user: { id: string; name?: string; roles?: string[]; tags?: string[] }, cookie?: string): Promise<string> {
+export async function loginAs(
+  server: Server,
+  host: string,
+  user: { id: string; name?: string; roles?: string[]; tags?: string[] },
+  cookie?: string,
+): Promise<string> {
   const res = await via(server, host, 'post', '/login', cookie)
     .set('Origin', `https://${host}`)
     .set('User-Agent', 'sso-test-browser/1.0')

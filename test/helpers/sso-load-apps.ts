@@ -61,7 +61,9 @@ export function sessionApp(
   app.disable('x-powered-by');
   // The test client speaks plain HTTP on loopback and says X-Forwarded-Proto: https, as a TLS proxy would.
   app.set('trust proxy', 'loopback');
-  app.use(ssoSession({ ...session, store, cookieDomain: TEST_PARENT_DOMAIN, secret, loginUrl: `https://auth.${TEST_PARENT_DOMAIN}/login` }));
+  app.use(
+    ssoSession({ ...session, store, cookieDomain: TEST_PARENT_DOMAIN, secret, loginUrl: `https://auth.${TEST_PARENT_DOMAIN}/login` }),
+  );
   if (withLogin) {
     app.post('/login/:id', async (req, res, next) => {
       try {
@@ -107,7 +109,14 @@ function listen(app: Express): Promise<{ server: Server; url: string }> {
  * @example
  * const res = await plainRequest(agent, 'GET', 'http://127.0.0.1:4000/me', 'shop.example.test', cookie);
  */
-export function plainRequest(agent: Agent, method: string, url: string, host: string, cookie?: string, timeoutMs = 10_000): Promise<PlainResponse> {
+export function plainRequest(
+  agent: Agent,
+  method: string,
+  url: string,
+  host: string,
+  cookie?: string,
+  timeoutMs = 10_000,
+): Promise<PlainResponse> {
   return new Promise((resolve, reject) => {
     const target = new URL(url);
     const req = httpRequest(

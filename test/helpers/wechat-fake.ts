@@ -36,7 +36,17 @@ export async function startWeChatFake(): Promise<WeChatFake> {
     issueCode(openid) {
       const code = randomBytes(16).toString('hex');
       codes.set(code, { openid, used: false });
-      PROFILES[openid] = { openid, nickname: `Nick ${openid.slice(0, 4)}`, sex: 1, province: 'Guangdong', city: 'Shenzhen', country: 'CN', headimgurl: '', privilege: [], unionid: `u-${openid}` };
+      PROFILES[openid] = {
+        openid,
+        nickname: `Nick ${openid.slice(0, 4)}`,
+        sex: 1,
+        province: 'Guangdong',
+        city: 'Shenzhen',
+        country: 'CN',
+        headimgurl: '',
+        privilege: [],
+        unionid: `u-${openid}`,
+      };
       return code;
     },
     close: () => new Promise((resolve) => server.close(() => resolve())),

@@ -107,7 +107,7 @@ describe('errorHandler renders RFC 9457 problem+json', () => {
     expectProblem(api, 403);
   });
 
-  it('lets Express\'s own handler use status and headers when ours is not mounted', async () => {
+  it("lets Express's own handler use status and headers when ours is not mounted", async () => {
     const app = express();
     app.get('/boom', (_req, _res, next) => next(new UnauthorizedError({ headers: { 'WWW-Authenticate': 'Basic realm="x"' } })));
     const res = await request(app).get('/boom');
@@ -122,7 +122,10 @@ describe('errorHandler renders RFC 9457 problem+json', () => {
 
 describe('route helpers', () => {
   const app = express();
-  app.route('/notes').get((_req, res) => res.json([])).all(methodNotAllowed(['GET', 'POST']));
+  app
+    .route('/notes')
+    .get((_req, res) => res.json([]))
+    .all(methodNotAllowed(['GET', 'POST']));
   app.get('/report', requireRepresentation(['application/json']), (_req, res) => res.json({ ok: true }));
   app.use(notFound());
   app.use(errorHandler({ log: false }));

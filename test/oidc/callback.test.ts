@@ -80,7 +80,9 @@ describe('oidcCallback against a real OpenID provider', () => {
 
   it('keeps the tokens server-side: no token in any cookie or in the final redirect', async () => {
     const ua = new TestUserAgent();
-    const chain = await ua.follow(`${apps.auth.origin}/login/corp`, { stopAt: (url) => !url.includes('/callback/') && url.startsWith(apps.auth.origin) && !url.includes('/login/') });
+    const chain = await ua.follow(`${apps.auth.origin}/login/corp`, {
+      stopAt: (url) => !url.includes('/callback/') && url.startsWith(apps.auth.origin) && !url.includes('/login/'),
+    });
     const tokenAnswer = await ua.request(`${apps.auth.origin}/token`);
     const accessToken = JSON.parse(tokenAnswer.body).accessToken as string;
     expect(typeof accessToken).toBe('string');
@@ -109,7 +111,7 @@ describe('oidcCallback against a real OpenID provider', () => {
     expect(JSON.parse(second.body)).toMatchObject({ status: 400, code: 'invalid_state', loginUrl: '/login/corp' });
   });
 
-  it('refuses a replayed authorization code injected into another browser\'s transaction: 400, no session', async () => {
+  it("refuses a replayed authorization code injected into another browser's transaction: 400, no session", async () => {
     const victim = new TestUserAgent();
     const chain = await victim.follow(`${apps.auth.origin}/login/corp`, { stopAt: (url) => url.includes('/callback/corp') });
     const used = new URL(chain[chain.length - 1]!.location!);
@@ -195,7 +197,9 @@ describe('oidcCallback against a real OpenID provider', () => {
     expect(page.headers['content-type']).toMatch(/text\/html/);
     expect(page.body).toContain('href="/login/corp"');
     expect(page.body).not.toContain('<script>');
-    const api = await ua.request(`${apps.auth.origin}/callback/corp?error=temporarily_unavailable&state=${state}`, { headers: { Accept: 'application/json' } });
+    const api = await ua.request(`${apps.auth.origin}/callback/corp?error=temporarily_unavailable&state=${state}`, {
+      headers: { Accept: 'application/json' },
+    });
     expect(api.headers['content-type']).toMatch(/application\/problem\+json/);
     expect(JSON.parse(api.body)).toMatchObject({ status: 400, code: 'oidc_temporarily_unavailable', loginUrl: '/login/corp' });
   });

@@ -7,7 +7,10 @@ describe('defaultClaimsToUser', () => {
 
   it('falls back to preferred_username, then email, then sub for the name', () => {
     expect(defaultClaimsToUser({ sub: 'u1', preferred_username: 'ada' }).name).toBe('ada');
-    expect(defaultClaimsToUser({ sub: 'u1', email: 'ada@example.test' })).toMatchObject({ name: 'ada@example.test', attributes: { email: 'ada@example.test' } });
+    expect(defaultClaimsToUser({ sub: 'u1', email: 'ada@example.test' })).toMatchObject({
+      name: 'ada@example.test',
+      attributes: { email: 'ada@example.test' },
+    });
     expect(defaultClaimsToUser({ sub: 'u1' }).name).toBe('u1');
   });
 

@@ -13,7 +13,8 @@ function countingLockStore(store: KeyValueStore): { store: KeyValueStore; calls:
       const value = Reflect.get(target, property, receiver) as unknown;
       if (typeof value !== 'function') return value;
       return (...args: unknown[]) => {
-        if (typeof args[0] === 'string' && args[0].startsWith('oidc-refresh:')) calls[String(property)] = (calls[String(property)] ?? 0) + 1;
+        if (typeof args[0] === 'string' && args[0].startsWith('oidc-refresh:'))
+          calls[String(property)] = (calls[String(property)] ?? 0) + 1;
         return (value as (...a: unknown[]) => unknown).apply(target, args);
       };
     },
@@ -24,7 +25,12 @@ function countingLockStore(store: KeyValueStore): { store: KeyValueStore; calls:
 const SECRET = 'context-client-secret-0123456789abcdef';
 
 describe('oidcContext options', () => {
-  const corp = oidcProvider({ issuer: 'https://idp.example.test', clientId: 'c', clientSecret: SECRET, redirectUri: 'https://auth.example.test/cb' });
+  const corp = oidcProvider({
+    issuer: 'https://idp.example.test',
+    clientId: 'c',
+    clientSecret: SECRET,
+    redirectUri: 'https://auth.example.test/cb',
+  });
 
   it('refuses a provider without a store for the refresh lock', () => {
     expect(() => oidcContext(corp)).toThrow(/no store for the refresh lock/);
@@ -46,7 +52,10 @@ describe('req.oidc with a real provider', () => {
     counted = countingLockStore(apps.store);
     idp = await startTestIdp({ clients: [{ clientId: 'shop', clientSecret: SECRET, redirectUris: [apps.redirectUri('corp')] }] });
     // A margin longer than the access token's life: every accessToken() call must refresh first.
-    apps.configure({ issuer: idp.issuer, clientId: 'shop', clientSecret: SECRET, allowInsecureHttpForTesting: true }, { refreshMarginSeconds: 7200, store: counted.store });
+    apps.configure(
+      { issuer: idp.issuer, clientId: 'shop', clientSecret: SECRET, allowInsecureHttpForTesting: true },
+      { refreshMarginSeconds: 7200, store: counted.store },
+    );
   });
   afterAll(async () => {
     await idp.close();
@@ -63,7 +72,8 @@ describe('req.oidc with a real provider', () => {
     return ua;
   }
 
-  const tokenOf = async (ua: TestUserAgent, origin: string): Promise<string> => JSON.parse((await ua.request(`${origin}/token`)).body).accessToken;
+  const tokenOf = async (ua: TestUserAgent, origin: string): Promise<string> =>
+    JSON.parse((await ua.request(`${origin}/token`)).body).accessToken;
 
   it('refreshes an access token that expires within the margin, with the refresh_token grant', async () => {
     const ua = await loggedInAgent();

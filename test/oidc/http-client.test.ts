@@ -63,6 +63,8 @@ describe('requestJson (every call to the identity provider)', () => {
 
   it('carries Retry-After on both 502 and 503', async () => {
     server.handle((_req, res) => res.end('not json'));
-    await expect(requestJson(server.url, { method: 'GET' }, call)).rejects.toMatchObject({ headers: { 'Retry-After': expect.any(String) } });
+    await expect(requestJson(server.url, { method: 'GET' }, call)).rejects.toMatchObject({
+      headers: { 'Retry-After': expect.any(String) },
+    });
   });
 });

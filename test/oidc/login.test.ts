@@ -8,7 +8,12 @@ import { oidcLogin, oidcProvider } from '../../lib/oidc';
 const SECRET = 'login-client-secret-0123456789abcdefgh';
 
 describe('oidcLogin options', () => {
-  const corp = oidcProvider({ issuer: 'https://idp.example.test', clientId: 'c', clientSecret: SECRET, redirectUri: 'https://auth.example.test/cb' });
+  const corp = oidcProvider({
+    issuer: 'https://idp.example.test',
+    clientId: 'c',
+    clientSecret: SECRET,
+    redirectUri: 'https://auth.example.test/cb',
+  });
 
   it('detects app.get(path, oidcLogin) written for app.get(path, oidcLogin(provider))', () => {
     expect(() => oidcLogin({ method: 'GET', headers: {} } as never)).toThrow(/call the factory/);
@@ -51,7 +56,14 @@ describe('oidcLogin redirect', () => {
   beforeAll(async () => {
     apps = await startSsoApps('oidc-login');
     fake = await startFakeIdp({ clientId: 'shop', clientSecret: SECRET });
-    apps.configure({ name: 'fake', issuer: fake.issuer, clientId: 'shop', clientSecret: SECRET, allowInsecureHttpForTesting: true, scopes: ['openid', 'email'] });
+    apps.configure({
+      name: 'fake',
+      issuer: fake.issuer,
+      clientId: 'shop',
+      clientSecret: SECRET,
+      allowInsecureHttpForTesting: true,
+      scopes: ['openid', 'email'],
+    });
   });
   afterAll(async () => {
     await fake.close();
@@ -140,7 +152,9 @@ describe('oidcLogin redirect', () => {
 
   it('refuses to start a login over plain http when the session cookie is Secure (it would be dropped)', async () => {
     const ua = new TestUserAgent();
-    const answer = await ua.request(`${apps.auth.origin.replace('https:', 'http:')}/login/fake`, { headers: { Accept: 'application/json' } });
+    const answer = await ua.request(`${apps.auth.origin.replace('https:', 'http:')}/login/fake`, {
+      headers: { Accept: 'application/json' },
+    });
     expect(answer.status).toBe(500);
     expect(answer.location).toBeUndefined();
   });
@@ -148,7 +162,14 @@ describe('oidcLogin redirect', () => {
   it('answers 503 when the provider cannot be discovered, storing no transaction', async () => {
     const down = await startSsoApps('oidc-login-down');
     try {
-      down.configure({ name: 'gone', issuer: `http://127.0.0.1:${await freePort()}`, clientId: 'shop', clientSecret: SECRET, allowInsecureHttpForTesting: true, timeoutMs: 500 });
+      down.configure({
+        name: 'gone',
+        issuer: `http://127.0.0.1:${await freePort()}`,
+        clientId: 'shop',
+        clientSecret: SECRET,
+        allowInsecureHttpForTesting: true,
+        timeoutMs: 500,
+      });
       const ua = new TestUserAgent();
       const answer = await ua.request(`${down.auth.origin}/login/gone`, { headers: { Accept: 'application/json' } });
       expect(answer.status).toBe(503);

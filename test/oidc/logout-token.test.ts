@@ -25,7 +25,13 @@ describe('validateLogoutToken', () => {
   });
 
   const provider = () =>
-    oidcProvider({ issuer: fake.issuer, clientId: 'shop', clientSecret: SECRET, redirectUri: 'https://auth.example.test/cb', allowInsecureHttpForTesting: true });
+    oidcProvider({
+      issuer: fake.issuer,
+      clientId: 'shop',
+      clientSecret: SECRET,
+      redirectUri: 'https://auth.example.test/cb',
+      allowInsecureHttpForTesting: true,
+    });
 
   async function mint(claims: Record<string, unknown>, alg = 'RS256'): Promise<string> {
     const jose = await loadJose();
@@ -35,7 +41,16 @@ describe('validateLogoutToken', () => {
 
   function claims(extra: Record<string, unknown> = {}): Record<string, unknown> {
     const now = Math.floor(Date.now() / 1000);
-    return { iss: fake.issuer, aud: 'shop', iat: now, exp: now + 60, jti: randomBytes(8).toString('hex'), sid: 'sid-1', events: { [BACKCHANNEL_LOGOUT_EVENT]: {} }, ...extra };
+    return {
+      iss: fake.issuer,
+      aud: 'shop',
+      iat: now,
+      exp: now + 60,
+      jti: randomBytes(8).toString('hex'),
+      sid: 'sid-1',
+      events: { [BACKCHANNEL_LOGOUT_EVENT]: {} },
+      ...extra,
+    };
   }
 
   it('returns issuer, sid and sub of a valid token', async () => {
@@ -95,7 +110,14 @@ describe('backchannelLogout when the store is down', () => {
       store,
     });
     const app = express();
-    app.use(ssoSession({ store, cookieDomain: 'example.test', secret: randomBytes(32).toString('hex'), loginUrl: 'https://auth.example.test/login' }));
+    app.use(
+      ssoSession({
+        store,
+        cookieDomain: 'example.test',
+        secret: randomBytes(32).toString('hex'),
+        loginUrl: 'https://auth.example.test/login',
+      }),
+    );
     app.post('/backchannel-logout', backchannelLogout(corp));
     app.use(errorHandler({ log: false }));
     server = app.listen(0, '127.0.0.1');
@@ -114,7 +136,15 @@ describe('backchannelLogout when the store is down', () => {
     const jose = await loadJose();
     const key = fake.keys[0]!;
     const now = Math.floor(Date.now() / 1000);
-    const token = await new jose.SignJWT({ iss: fake.issuer, aud: 'shop', iat: now, exp: now + 60, jti: 'j-down', sid: 's', events: { [BACKCHANNEL_LOGOUT_EVENT]: {} } })
+    const token = await new jose.SignJWT({
+      iss: fake.issuer,
+      aud: 'shop',
+      iat: now,
+      exp: now + 60,
+      jti: 'j-down',
+      sid: 's',
+      events: { [BACKCHANNEL_LOGOUT_EVENT]: {} },
+    })
       .setProtectedHeader({ alg: 'RS256', kid: key.kid! })
       .sign(key.privateKey);
     await privateRedis.stop();

@@ -101,10 +101,20 @@ describe('logout with a real provider', () => {
 
     function goodClaims(extra: Record<string, unknown> = {}): Record<string, unknown> {
       const now = Math.floor(Date.now() / 1000);
-      return { iss: idp.issuer, aud: 'shop', iat: now, exp: now + 120, jti: randomBytes(12).toString('hex'), sub: 'alice', events: { [BACKCHANNEL_LOGOUT_EVENT]: {} }, ...extra };
+      return {
+        iss: idp.issuer,
+        aud: 'shop',
+        iat: now,
+        exp: now + 120,
+        jti: randomBytes(12).toString('hex'),
+        sub: 'alice',
+        events: { [BACKCHANNEL_LOGOUT_EVENT]: {} },
+        ...extra,
+      };
     }
 
-    const post = (token: string) => new TestUserAgent().request(apps.backchannelUri('corp'), { form: { logout_token: token }, headers: { Accept: 'application/json' } });
+    const post = (token: string) =>
+      new TestUserAgent().request(apps.backchannelUri('corp'), { form: { logout_token: token }, headers: { Accept: 'application/json' } });
 
     it('answers 200 with Cache-Control: no-store and ends every session of the sub when the token has no sid', async () => {
       idp.loginAs('bob');
@@ -151,7 +161,10 @@ describe('logout with a real provider', () => {
     });
 
     it('refuses a request without logout_token', async () => {
-      const answer = await new TestUserAgent().request(apps.backchannelUri('corp'), { form: { token: 'x' }, headers: { Accept: 'application/json' } });
+      const answer = await new TestUserAgent().request(apps.backchannelUri('corp'), {
+        form: { token: 'x' },
+        headers: { Accept: 'application/json' },
+      });
       expect(answer.status).toBe(400);
       expect(JSON.parse(answer.body).error).toBe('invalid_request');
     });
@@ -190,7 +203,7 @@ describe('oidcLogout with a provider without end_session_endpoint', () => {
     expect((await ua.request(`${apps.shop.origin}/me`)).status).toBe(401);
   });
 
-  it('goes to the redirect policy\'s default page without a post-logout URI', async () => {
+  it("goes to the redirect policy's default page without a post-logout URI", async () => {
     const ua = await loggedIn('plain');
     const answer = await ua.request(`${apps.auth.origin}/logout/plain`, { method: 'POST' });
     expect(answer.location).toBe(`${apps.auth.origin}/`);

@@ -16,7 +16,13 @@ const valid: OidcProviderOptions = {
 describe('oidcProvider options', () => {
   it('accepts the documented configuration', () => {
     const corp = oidcProvider({ ...valid, name: 'corp' });
-    expect(corp).toMatchObject({ name: 'corp', issuer: valid.issuer, scope: 'openid profile email', idTokenSigningAlg: 'RS256', timeoutMs: 5000 });
+    expect(corp).toMatchObject({
+      name: 'corp',
+      issuer: valid.issuer,
+      scope: 'openid profile email',
+      idTokenSigningAlg: 'RS256',
+      timeoutMs: 5000,
+    });
   });
 
   it.each<[string, Partial<OidcProviderOptions> & Record<string, unknown>, RegExp]>([
@@ -32,7 +38,11 @@ describe('oidcProvider options', () => {
     ['an upper-case name', { name: 'Corp' }, /name must be lowercase/],
     ['an unknown option', { issuerUrl: 'x' }, /unknown option "issuerUrl"/],
     ['a non-function claims mapping', { claimsToUser: 'sub' as never }, /claimsToUser must be a function/],
-    ['fetchUserinfo with explicit endpoints lacking userinfo', { fetchUserinfo: true, endpoints: { authorization: 'https://i/a', token: 'https://i/t', jwks: 'https://i/j' } }, /fetchUserinfo needs endpoints.userinfo/],
+    [
+      'fetchUserinfo with explicit endpoints lacking userinfo',
+      { fetchUserinfo: true, endpoints: { authorization: 'https://i/a', token: 'https://i/t', jwks: 'https://i/j' } },
+      /fetchUserinfo needs endpoints.userinfo/,
+    ],
   ])('throws a TypeError naming the fix for %s', (_label, change, message) => {
     expect(() => oidcProvider({ ...valid, ...change } as OidcProviderOptions)).toThrow(TypeError);
     expect(() => oidcProvider({ ...valid, ...change } as OidcProviderOptions)).toThrow(message);
@@ -43,14 +53,25 @@ describe('oidcProvider options', () => {
   });
 
   it('accepts http token, jwks and userinfo endpoints on a loopback host only (a back channel), never for the browser', () => {
-    const endpoints = { authorization: 'https://idp.example.test/auth', token: 'http://127.0.0.1:9000/token', jwks: 'http://127.0.0.1:9000/jwks', userinfo: 'http://[::1]:9000/me' };
+    const endpoints = {
+      authorization: 'https://idp.example.test/auth',
+      token: 'http://127.0.0.1:9000/token',
+      jwks: 'http://127.0.0.1:9000/jwks',
+      userinfo: 'http://[::1]:9000/me',
+    };
     expect(() => oidcProvider({ ...valid, endpoints })).not.toThrow();
-    expect(() => oidcProvider({ ...valid, endpoints: { ...endpoints, token: 'http://10.0.0.5/token' } })).toThrow(/endpoints.token must use https/);
-    expect(() => oidcProvider({ ...valid, endpoints: { ...endpoints, authorization: 'http://127.0.0.1:9000/auth' } })).toThrow(/endpoints.authorization must use https/);
-    expect(() => oidcProvider({ ...valid, endpoints: { ...endpoints, token: 'https://user:pw@idp.example.test/token' } })).toThrow(/credentials/);
+    expect(() => oidcProvider({ ...valid, endpoints: { ...endpoints, token: 'http://10.0.0.5/token' } })).toThrow(
+      /endpoints.token must use https/,
+    );
+    expect(() => oidcProvider({ ...valid, endpoints: { ...endpoints, authorization: 'http://127.0.0.1:9000/auth' } })).toThrow(
+      /endpoints.authorization must use https/,
+    );
+    expect(() => oidcProvider({ ...valid, endpoints: { ...endpoints, token: 'https://user:pw@idp.example.test/token' } })).toThrow(
+      /credentials/,
+    );
   });
 
-  it('does not change the caller\'s options object', () => {
+  it("does not change the caller's options object", () => {
     const options = { ...valid, scopes: ['openid', 'openid', 'email'] };
     const frozen = JSON.stringify(options);
     oidcProvider(options);
@@ -136,10 +157,21 @@ describe('client authentication at a real provider', () => {
     idp = await startTestIdp({
       clients: [
         { clientId: 'basic-client', clientSecret: SECRET, redirectUris: [apps.redirectUri('basic')] },
-        { clientId: 'post-client', clientSecret: SECRET, redirectUris: [apps.redirectUri('post')], tokenEndpointAuthMethod: 'client_secret_post' },
+        {
+          clientId: 'post-client',
+          clientSecret: SECRET,
+          redirectUris: [apps.redirectUri('post')],
+          tokenEndpointAuthMethod: 'client_secret_post',
+        },
       ],
     });
-    apps.configure({ name: 'basic', issuer: idp.issuer, clientId: 'basic-client', clientSecret: SECRET, allowInsecureHttpForTesting: true });
+    apps.configure({
+      name: 'basic',
+      issuer: idp.issuer,
+      clientId: 'basic-client',
+      clientSecret: SECRET,
+      allowInsecureHttpForTesting: true,
+    });
     apps.configure({
       name: 'post',
       issuer: idp.issuer,

@@ -3,7 +3,7 @@ import { redirectPolicyOf, reloadSession, requireSessionSupport, sessionManagerO
 
 const request = (fields: Record<string, unknown>) => fields as unknown as Request;
 
-describe('the OIDC middlewares\' view of the session module', () => {
+describe("the OIDC middlewares' view of the session module", () => {
   it('names ssoSession when no session is mounted', () => {
     expect(() => requireSessionSupport(request({}), 'oidcLogin')).toThrow(/mount ssoSession\(\) before oidcLogin/);
   });
@@ -11,7 +11,9 @@ describe('the OIDC middlewares\' view of the session module', () => {
   it('refuses plain http when the session cookie is Secure, naming trust proxy', () => {
     const req = request({ session: {}, secure: false, sso: { cookie: { secure: true } } });
     expect(() => requireSessionSupport(req, 'oidcCallback')).toThrow(/trust proxy/);
-    expect(() => requireSessionSupport(request({ session: {}, secure: true, sso: { cookie: { secure: true } } }), 'oidcCallback')).not.toThrow();
+    expect(() =>
+      requireSessionSupport(request({ session: {}, secure: true, sso: { cookie: { secure: true } } }), 'oidcCallback'),
+    ).not.toThrow();
   });
 
   it('prefers an explicit redirect policy and otherwise needs the one of ssoSession', () => {

@@ -45,7 +45,13 @@ describe('the token endpoint and userinfo calls of the callback', () => {
     const last = chain[chain.length - 1]!;
     const elapsed = Date.now() - started;
     const me = await ua.request(`${apps.shop.origin}/me`);
-    return { last, body: last.status >= 400 ? JSON.parse(last.body) : undefined, loggedIn: me.status === 200, me: JSON.parse(me.body), elapsed };
+    return {
+      last,
+      body: last.status >= 400 ? JSON.parse(last.body) : undefined,
+      loggedIn: me.status === 200,
+      me: JSON.parse(me.body),
+      elapsed,
+    };
   }
 
   it('answers 503 with Retry-After within the timeout when the token endpoint never answers', async () => {

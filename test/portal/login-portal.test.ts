@@ -22,7 +22,14 @@ beforeAll(async () => {
   users = fileUserDirectory([
     { id: 'alice', username: 'alice', name: 'Alice', roles: ['admin'], passwordHash: await hashPassword('alice-password', FAST) },
     { id: 'bob', username: 'bob', name: 'Bob', roles: [], passwordHash: await hashPassword('bob-password', FAST) },
-    { id: 'mallory', username: 'mallory', name: 'Mallory', roles: [], passwordHash: await hashPassword('mallory-password', FAST), disabled: true },
+    {
+      id: 'mallory',
+      username: 'mallory',
+      name: 'Mallory',
+      roles: [],
+      passwordHash: await hashPassword('mallory-password', FAST),
+      disabled: true,
+    },
   ]);
 });
 
@@ -49,7 +56,12 @@ function buildApp(store: KeyValueStore, portal: Partial<LoginPortalOptions> = {}
 
 /** A request as a browser on the portal's own origin (behind a TLS proxy) would send it. */
 function fromPortal(test: request.Test, userAgent = 'Browser A'): request.Test {
-  return test.set('Host', AUTH).set('X-Forwarded-Proto', 'https').set('Origin', AUTH_ORIGIN).set('User-Agent', userAgent).set('X-Forwarded-For', '203.0.113.5');
+  return test
+    .set('Host', AUTH)
+    .set('X-Forwarded-Proto', 'https')
+    .set('Origin', AUTH_ORIGIN)
+    .set('User-Agent', userAgent)
+    .set('X-Forwarded-For', '203.0.113.5');
 }
 
 async function login(app: Express, username: string, password: string, returnTo = '', userAgent = 'Browser A', cookie?: string) {
@@ -156,7 +168,11 @@ describe('loginPortal', () => {
 
     it('answers wrong password, unknown user and disabled account with the same 401 page and no cookie', async () => {
       const pages = [];
-      for (const [username, password] of [['alice', 'nope'], ['nobody', 'alice-password'], ['mallory', 'mallory-password']] as const) {
+      for (const [username, password] of [
+        ['alice', 'nope'],
+        ['nobody', 'alice-password'],
+        ['mallory', 'mallory-password'],
+      ] as const) {
         const res = await login(app, username, password, SHOP, `Browser ${username}`);
         expect(res.status).toBe(401);
         expect(setCookieValue(res, 'sso.sid')).toBeUndefined();
@@ -175,15 +191,24 @@ describe('loginPortal', () => {
     });
 
     it('refuses a login posted from another origin (login CSRF) with 403, even without cookies', async () => {
-      const res = await request(app).post('/login').set('Host', AUTH).set('X-Forwarded-Proto', 'https').set('Origin', 'https://evil.test')
-        .type('form').send({ username: 'alice', password: 'alice-password' });
+      const res = await request(app)
+        .post('/login')
+        .set('Host', AUTH)
+        .set('X-Forwarded-Proto', 'https')
+        .set('Origin', 'https://evil.test')
+        .type('form')
+        .send({ username: 'alice', password: 'alice-password' });
       expectProblem(res, 403, 'csrf_origin');
       expect(setCookieValue(res, 'sso.sid')).toBeUndefined();
     });
 
     it('refuses a login that carries neither Origin nor Referer', async () => {
-      const res = await request(app).post('/login').set('Host', AUTH).set('X-Forwarded-Proto', 'https')
-        .type('form').send({ username: 'alice', password: 'alice-password' });
+      const res = await request(app)
+        .post('/login')
+        .set('Host', AUTH)
+        .set('X-Forwarded-Proto', 'https')
+        .type('form')
+        .send({ username: 'alice', password: 'alice-password' });
       expectProblem(res, 403, 'csrf_origin');
     });
   });
@@ -233,7 +258,7 @@ describe('loginPortal', () => {
   });
 
   describe('GET /sessions and POST /sessions/revocations', () => {
-    it('lists the user\'s browsers with the current one marked, and revokes another one', async () => {
+    it("lists the user's browsers with the current one marked, and revokes another one", async () => {
       const fresh = buildApp(redis.store, { throttle: { namespace: 'sessions' } });
       const mine = setCookieValue(await login(fresh, 'bob', 'bob-password', '', 'Phone Browser'), 'sso.sid')!;
       const other = setCookieValue(await login(fresh, 'bob', 'bob-password', '', 'Laptop Browser'), 'sso.sid')!;
@@ -246,7 +271,10 @@ describe('loginPortal', () => {
       const laptopRow = page.text.split('<tr').find((row) => row.includes('Laptop Browser'))!;
       const laptopHandle = /name="session" value="([^"]+)"/.exec(laptopRow)![1]!;
 
-      const revoke = await fromPortal(request(fresh).post('/sessions/revocations'), 'Phone Browser').set('Cookie', mine).type('form').send({ session: laptopHandle });
+      const revoke = await fromPortal(request(fresh).post('/sessions/revocations'), 'Phone Browser')
+        .set('Cookie', mine)
+        .type('form')
+        .send({ session: laptopHandle });
       expect(revoke.status).toBe(303);
       expect(revoke.headers.location).toBe('/sessions?revoked=1');
       expectProblem(await fromPortal(request(fresh).get('/whoami')).set('Cookie', other), 401);
@@ -261,7 +289,11 @@ describe('loginPortal', () => {
 
     it('refuses a revocation posted from another site', async () => {
       const cookie = setCookieValue(await login(app, 'bob', 'bob-password'), 'sso.sid')!;
-      const res = await fromPortal(request(app).post('/sessions/revocations')).set('Origin', 'https://evil.test').set('Cookie', cookie).type('form').send({ session: 'x' });
+      const res = await fromPortal(request(app).post('/sessions/revocations'))
+        .set('Origin', 'https://evil.test')
+        .set('Cookie', cookie)
+        .type('form')
+        .send({ session: 'x' });
       expectProblem(res, 403, 'csrf_origin');
     });
   });
@@ -304,8 +336,12 @@ describe('loginPortal options', () => {
     if (_label === 'no users') delete (options as Partial<typeof options>).users;
     expect(() => loginPortal(options as LoginPortalOptions)).toThrow(message);
   });
-  it('does not change the caller\'s options', () => {
-    const options = Object.freeze({ users: Object.freeze({ verifyPassword: async () => null, findById: async () => null }), store, providers: Object.freeze([Object.freeze({ href: '/x', label: 'X' })]) });
+  it("does not change the caller's options", () => {
+    const options = Object.freeze({
+      users: Object.freeze({ verifyPassword: async () => null, findById: async () => null }),
+      store,
+      providers: Object.freeze([Object.freeze({ href: '/x', label: 'X' })]),
+    });
     expect(() => loginPortal(options as unknown as LoginPortalOptions)).not.toThrow();
   });
 });

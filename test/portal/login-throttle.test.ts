@@ -18,7 +18,11 @@ describe('LoginThrottle (on Redis)', () => {
   }
 
   it('refuses an account after its limit of failures, with the remaining window as retry time', async () => {
-    const throttle = new LoginThrottle(redis.store, { perAccount: { failures: 3, windowSeconds: 600 }, perIp: { failures: 100, windowSeconds: 600 }, namespace: 'account' });
+    const throttle = new LoginThrottle(redis.store, {
+      perAccount: { failures: 3, windowSeconds: 600 },
+      perIp: { failures: 100, windowSeconds: 600 },
+      namespace: 'account',
+    });
     for (let i = 0; i < 3; i += 1) expect(await fail(throttle, 'alice', '10.0.0.1')).toEqual({ allowed: true });
     const decision = await throttle.attempt('alice', '10.0.0.2');
     expect(decision).toMatchObject({ allowed: false, scope: 'account' });
@@ -40,14 +44,22 @@ describe('LoginThrottle (on Redis)', () => {
   });
 
   it('refuses an IP after its limit of failures across many accounts', async () => {
-    const throttle = new LoginThrottle(redis.store, { perAccount: { failures: 5, windowSeconds: 600 }, perIp: { failures: 4, windowSeconds: 600 }, namespace: 'ip' });
+    const throttle = new LoginThrottle(redis.store, {
+      perAccount: { failures: 5, windowSeconds: 600 },
+      perIp: { failures: 4, windowSeconds: 600 },
+      namespace: 'ip',
+    });
     for (const name of ['a', 'b', 'c', 'd']) await fail(throttle, name, '192.0.2.7');
     expect(await throttle.attempt('e', '192.0.2.7')).toMatchObject({ allowed: false, scope: 'ip' });
     expect(await throttle.attempt('e', '192.0.2.8')).toEqual({ allowed: true });
   });
 
   it('clears the account count after a success but keeps the IP failures', async () => {
-    const throttle = new LoginThrottle(redis.store, { perAccount: { failures: 2, windowSeconds: 600 }, perIp: { failures: 3, windowSeconds: 600 }, namespace: 'success' });
+    const throttle = new LoginThrottle(redis.store, {
+      perAccount: { failures: 2, windowSeconds: 600 },
+      perIp: { failures: 3, windowSeconds: 600 },
+      namespace: 'success',
+    });
     await fail(throttle, 'bob', '10.1.1.1');
     await fail(throttle, 'bob', '10.1.1.1');
     await throttle.recordSuccess('bob');

@@ -28,7 +28,11 @@ describe('renderLoginPage', () => {
   });
 
   it('links the QR login and each identity provider when configured', () => {
-    const html = renderLoginPage({ ...base, qrLink: { label: 'Scan a QR code', href: '/qr?x=1&y=2' }, providerLinks: [{ label: 'Sign in with Demo IdP', href: '/oidc/demo' }] });
+    const html = renderLoginPage({
+      ...base,
+      qrLink: { label: 'Scan a QR code', href: '/qr?x=1&y=2' },
+      providerLinks: [{ label: 'Sign in with Demo IdP', href: '/oidc/demo' }],
+    });
     expect(html).toContain('href="/qr?x=1&#38;y=2">Scan a QR code</a>');
     expect(html).toContain('href="/oidc/demo">Sign in with Demo IdP</a>');
   });

@@ -12,7 +12,14 @@ beforeAll(async () => {
   records = [
     { id: 'u-alice', username: 'alice', name: 'Alice', roles: ['admin'], passwordHash: await hashPassword('alice-password', FAST) },
     { id: 'u-bob', username: 'Bob', name: 'Bob', roles: [], passwordHash: await hashPassword('bob-password', FAST) },
-    { id: 'u-mallory', username: 'mallory', name: 'Mallory', roles: [], passwordHash: await hashPassword('mallory-password', FAST), disabled: true },
+    {
+      id: 'u-mallory',
+      username: 'mallory',
+      name: 'Mallory',
+      roles: [],
+      passwordHash: await hashPassword('mallory-password', FAST),
+      disabled: true,
+    },
   ];
 });
 
@@ -65,7 +72,7 @@ describe('fileUserDirectory', () => {
     }
   });
 
-  it('is not changed by later changes to the caller\'s records', async () => {
+  it("is not changed by later changes to the caller's records", async () => {
     const copy = records.map((r) => ({ ...r, roles: [...r.roles] }));
     const users = fileUserDirectory(copy);
     copy[1]!.roles.push('admin');
@@ -76,7 +83,11 @@ describe('fileUserDirectory', () => {
   it.each([
     ['a missing file', 'no/such/users.json', /cannot read users/],
     ['a non-array', { users: [] }, /expected an array/],
-    ['a record without username', [{ id: 'x', name: 'X', roles: [], passwordHash: 'scrypt$1024$8$1$c2FsdHNhbHRzYWx0$aGFzaGhhc2hoYXNoaGFzaA' }], /needs a non-empty string "username"/],
+    [
+      'a record without username',
+      [{ id: 'x', name: 'X', roles: [], passwordHash: 'scrypt$1024$8$1$c2FsdHNhbHRzYWx0$aGFzaGhhc2hoYXNoaGFzaA' }],
+      /needs a non-empty string "username"/,
+    ],
     ['a plain-text password', [{ id: 'x', username: 'x', name: 'X', roles: [], passwordHash: 'hunter2' }], /bad passwordHash/],
   ])('rejects %s when built', (_label, source, message) => {
     expect(() => fileUserDirectory(source as never)).toThrow(message);

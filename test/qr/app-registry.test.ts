@@ -1,4 +1,11 @@
-import { buildAppRegistry, deriveOpenid, deriveUnionid, generateAppSecret, hashAppSecret, verifyAppSecret } from '../../lib/qr/app-registry';
+import {
+  buildAppRegistry,
+  deriveOpenid,
+  deriveUnionid,
+  generateAppSecret,
+  hashAppSecret,
+  verifyAppSecret,
+} from '../../lib/qr/app-registry';
 
 const secret = generateAppSecret();
 const app = { appid: 'shop', secretHash: hashAppSecret(secret), name: 'Shop', redirectUris: ['https://shop.example.test/callback/qr'] };

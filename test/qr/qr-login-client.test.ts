@@ -7,7 +7,14 @@ let settings: QrProviderClientSettings;
 
 beforeAll(async () => {
   wechat = await startWeChatFake();
-  settings = { providerUrl: wechat.url, appid: wechat.appid, secret: wechat.secret, exchangeMethod: 'GET', userinfoTokenIn: 'query', timeoutMs: 2000 };
+  settings = {
+    providerUrl: wechat.url,
+    appid: wechat.appid,
+    secret: wechat.secret,
+    exchangeMethod: 'GET',
+    userinfoTokenIn: 'query',
+    timeoutMs: 2000,
+  };
 });
 afterAll(() => wechat.close());
 
@@ -17,7 +24,10 @@ async function answering(status: number, body: string): Promise<{ url: string; c
     res.writeHead(status, { 'content-type': 'application/json' }).end(body);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, close: () => new Promise((resolve) => server.close(() => resolve())) };
+  return {
+    url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
 }
 
 describe('the relying app’s provider client', () => {
@@ -32,14 +42,24 @@ describe('the relying app’s provider client', () => {
   });
 
   it('turns errcode bodies sent with HTTP 200 into errors carrying the errcode', async () => {
-    await expect(exchangeCode(settings, 'no-such-code')).rejects.toMatchObject({ status: 400, code: 'qr_code_rejected', extensions: { errcode: 40029 } });
-    await expect(exchangeCode({ ...settings, secret: 'w'.repeat(32) }, 'x')).rejects.toMatchObject({ status: 502, extensions: { errcode: 40125 } });
+    await expect(exchangeCode(settings, 'no-such-code')).rejects.toMatchObject({
+      status: 400,
+      code: 'qr_code_rejected',
+      extensions: { errcode: 40029 },
+    });
+    await expect(exchangeCode({ ...settings, secret: 'w'.repeat(32) }, 'x')).rejects.toMatchObject({
+      status: 502,
+      extensions: { errcode: 40125 },
+    });
   });
 
   it('answers 502 for a body that is not the expected tokens, and for userinfo about another openid', async () => {
     const odd = await answering(200, '{"access_token":"a"}');
     try {
-      await expect(exchangeCode({ ...settings, providerUrl: odd.url }, 'c')).rejects.toMatchObject({ status: 502, code: 'qr_provider_bad_response' });
+      await expect(exchangeCode({ ...settings, providerUrl: odd.url }, 'c')).rejects.toMatchObject({
+        status: 502,
+        code: 'qr_provider_bad_response',
+      });
     } finally {
       await odd.close();
     }
@@ -65,7 +85,10 @@ describe('the relying app’s provider client', () => {
     } finally {
       await busy.close();
     }
-    await expect(exchangeCode({ ...settings, providerUrl: busy.url }, 'c')).rejects.toMatchObject({ status: 503, code: 'qr_provider_unavailable' });
+    await expect(exchangeCode({ ...settings, providerUrl: busy.url }, 'c')).rejects.toMatchObject({
+      status: 503,
+      code: 'qr_provider_unavailable',
+    });
   });
 
   it('rejects a refused refresh token with 401 qr_refresh_rejected', async () => {

@@ -35,7 +35,14 @@ describe('qrLoginProvider options', () => {
     store: redis.store,
     apps: [{ appid: 'shop', secretHash: 'sha256:' + 'A'.repeat(43), name: 'Shop', redirectUris: [SHOP_REDIRECT] }],
     users: { findById: async () => null },
-    tokens: { issueAccessToken: jest.fn(), verifyAccessToken: jest.fn(), issueRefreshToken: jest.fn(), rotateRefreshToken: jest.fn(), revokeGrant: jest.fn(), isRevoked: jest.fn() },
+    tokens: {
+      issueAccessToken: jest.fn(),
+      verifyAccessToken: jest.fn(),
+      issueRefreshToken: jest.fn(),
+      rotateRefreshToken: jest.fn(),
+      revokeGrant: jest.fn(),
+      isRevoked: jest.fn(),
+    },
   });
 
   it('detects app.use(qrLoginProvider) written for app.use(qrLoginProvider(options))', () => {
@@ -45,7 +52,9 @@ describe('qrLoginProvider options', () => {
 
   it('refuses a QR validity outside 120-300 seconds', () => {
     expect(() => qrLoginProvider({ ...base(), qrValiditySeconds: 60 })).toThrow(TypeError);
-    expect(() => qrLoginProvider({ ...base(), qrValiditySeconds: 301 })).toThrow(/qrValiditySeconds must be a whole number of seconds from 120 to 300/);
+    expect(() => qrLoginProvider({ ...base(), qrValiditySeconds: 301 })).toThrow(
+      /qrValiditySeconds must be a whole number of seconds from 120 to 300/,
+    );
     expect(() => qrLoginProvider({ ...base(), qrValiditySeconds: 300 })).not.toThrow();
   });
 
@@ -61,7 +70,9 @@ describe('qrLoginProvider options', () => {
 
   it('refuses unknown options, a token service without revocation, and a publicUrl with a path', () => {
     expect(() => qrLoginProvider({ ...base(), validity: 3 } as never)).toThrow(/unknown option "validity"/);
-    expect(() => qrLoginProvider({ ...base(), tokens: { issueAccessToken: jest.fn() } } as never)).toThrow(/tokens must implement verifyAccessToken/);
+    expect(() => qrLoginProvider({ ...base(), tokens: { issueAccessToken: jest.fn() } } as never)).toThrow(
+      /tokens must implement verifyAccessToken/,
+    );
     expect(() => qrLoginProvider({ ...base(), publicUrl: 'https://idp.example.test/qr' })).toThrow(/origin only/);
   });
 
@@ -98,7 +109,9 @@ describe('GET /sns/oauth2/qrconnect', () => {
   });
 
   it('answers the QR page with an inline SVG, a static script and a strict CSP', async () => {
-    const res = await request(idp.url).get(`/sns/oauth2/qrconnect?${qrconnectQuery({ format: 'html' })}`).set('Accept', 'text/html');
+    const res = await request(idp.url)
+      .get(`/sns/oauth2/qrconnect?${qrconnectQuery({ format: 'html' })}`)
+      .set('Accept', 'text/html');
     expect(res.status).toBe(200);
     expect(res.text).toContain('<svg');
     expect(res.text).toMatch(/<script src="\/sns\/qr-login\/qr-login\.js" defer><\/script>/);
@@ -123,7 +136,9 @@ describe('GET /sns/oauth2/qrconnect', () => {
   });
 
   it('serves apps that render their own QR a JSON description, without the auth_code as a field', async () => {
-    const res = await request(idp.url).get(`/sns/oauth2/qrconnect?${qrconnectQuery({ format: 'html' })}`).set('Accept', 'application/json');
+    const res = await request(idp.url)
+      .get(`/sns/oauth2/qrconnect?${qrconnectQuery({ format: 'html' })}`)
+      .set('Accept', 'application/json');
     expect(res.status).toBe(201);
     expect(Object.keys(res.body).sort()).toEqual(['events_url', 'expires_in', 'qr_url', 'redirection_url', 'status_url']);
     expect(res.body.expires_in).toBe(180);
@@ -144,13 +159,18 @@ describe('the /sns/qr-logins/{auth_code} resource', () => {
     const res = await request(idp.url).get(`/sns/qr-logins/${login.authCode}`);
     expectProblem(res, 401);
     expect(res.headers['www-authenticate']).toMatch(/^Bearer/);
-    const patched = await request(idp.url).patch(`/sns/qr-logins/${login.authCode}`).set('Authorization', 'Bearer not.a.jwt').send({ status: 'scanned' });
+    const patched = await request(idp.url)
+      .patch(`/sns/qr-logins/${login.authCode}`)
+      .set('Authorization', 'Bearer not.a.jwt')
+      .send({ status: 'scanned' });
     expect(patched.status).toBe(401);
   });
 
   it('shows where the request came from (QRLjacking mitigation)', async () => {
     const login = await createLogin(idp.url);
-    const res = await request(idp.url).get(`/sns/qr-logins/${login.authCode}`).set('Authorization', `Bearer ${await phoneToken('alice')}`);
+    const res = await request(idp.url)
+      .get(`/sns/qr-logins/${login.authCode}`)
+      .set('Authorization', `Bearer ${await phoneToken('alice')}`);
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({
       auth_code: login.authCode,
@@ -175,7 +195,9 @@ describe('the /sns/qr-logins/{auth_code} resource', () => {
     const res = await patchStatus(idp.url, login.authCode, 'confirmed', 'alice');
     expect(res.status).toBe(409);
     expect(await res.json()).toMatchObject({ code: 'illegal_transition', status: 409, current_status: 'pending' });
-    const after = await request(idp.url).get(`/sns/qr-logins/${login.authCode}`).set('Authorization', `Bearer ${await phoneToken('alice')}`);
+    const after = await request(idp.url)
+      .get(`/sns/qr-logins/${login.authCode}`)
+      .set('Authorization', `Bearer ${await phoneToken('alice')}`);
     expect(after.body.status).toBe('pending');
   });
 
@@ -199,15 +221,26 @@ describe('the /sns/qr-logins/{auth_code} resource', () => {
   it('answers 422 with field errors for a bad body, 400 for a body that is not JSON, 404 for an unknown code', async () => {
     const login = await createLogin(idp.url);
     const token = await phoneToken('alice');
-    const bad = await request(idp.url).patch(`/sns/qr-logins/${login.authCode}`).set('Authorization', `Bearer ${token}`).send({ status: 'approved', extra: 1 });
+    const bad = await request(idp.url)
+      .patch(`/sns/qr-logins/${login.authCode}`)
+      .set('Authorization', `Bearer ${token}`)
+      .send({ status: 'approved', extra: 1 });
     expectProblem(bad, 422, 'validation_failed');
     expect(bad.body.errors).toEqual([
       { field: 'status', message: 'must be one of scanned, confirmed, denied' },
       { field: 'extra', message: 'is not a field of a QR login request' },
     ]);
-    const text = await request(idp.url).patch(`/sns/qr-logins/${login.authCode}`).set('Authorization', `Bearer ${token}`).type('text/plain').send('status=scanned');
+    const text = await request(idp.url)
+      .patch(`/sns/qr-logins/${login.authCode}`)
+      .set('Authorization', `Bearer ${token}`)
+      .type('text/plain')
+      .send('status=scanned');
     expectProblem(text, 400, 'body_not_json');
-    const broken = await request(idp.url).patch(`/sns/qr-logins/${login.authCode}`).set('Authorization', `Bearer ${token}`).type('application/json').send('{"status":');
+    const broken = await request(idp.url)
+      .patch(`/sns/qr-logins/${login.authCode}`)
+      .set('Authorization', `Bearer ${token}`)
+      .type('application/json')
+      .send('{"status":');
     expectProblem(broken, 400);
     const unknown = await patchStatus(idp.url, 'A'.repeat(32), 'scanned', 'alice');
     expect(unknown.status).toBe(404);
@@ -217,7 +250,9 @@ describe('the /sns/qr-logins/{auth_code} resource', () => {
 
   it('answers 405 with Allow for other methods', async () => {
     const login = await createLogin(idp.url);
-    const res = await request(idp.url).delete(`/sns/qr-logins/${login.authCode}`).set('Authorization', `Bearer ${await phoneToken('alice')}`);
+    const res = await request(idp.url)
+      .delete(`/sns/qr-logins/${login.authCode}`)
+      .set('Authorization', `Bearer ${await phoneToken('alice')}`);
     expectProblem(res, 405);
     expect(res.headers.allow).toContain('PATCH');
   });
@@ -337,7 +372,9 @@ describe('expiry', () => {
     stream.close();
     const res = await patchStatus(shortIdp.url, login.authCode, 'confirmed', 'alice');
     expect(res.status).toBe(410);
-    const read = await request(shortIdp.url).get(`/sns/qr-logins/${login.authCode}`).set('Authorization', `Bearer ${await phoneToken('alice')}`);
+    const read = await request(shortIdp.url)
+      .get(`/sns/qr-logins/${login.authCode}`)
+      .set('Authorization', `Bearer ${await phoneToken('alice')}`);
     expectProblem(read, 410, 'qr_login_expired');
     const status = await request(shortIdp.url).get(`/sns/qr-logins/${login.authCode}/status`).set('Cookie', login.binding);
     expect(status.body.status).toBe('expired');
@@ -399,15 +436,24 @@ describe('the web confirmation page (demo phone)', () => {
     expect(page.text).toContain('id="qr-confirmed"');
     expect(page.text).toContain('id="qr-denied"');
     expect(page.headers['content-security-policy']).toContain("form-action 'self'");
-    const confirm = await request(idp.url).post(path).set('Cookie', cookie).set('Origin', idp.origin).type('form').send({ status: 'confirmed' });
+    const confirm = await request(idp.url)
+      .post(path)
+      .set('Cookie', cookie)
+      .set('Origin', idp.origin)
+      .type('form')
+      .send({ status: 'confirmed' });
     expect(confirm.status).toBe(303);
     await stream.next(statusIs('confirmed'));
     await stream.ended;
-    const statuses = stream.events.filter((event) => event.event === 'status').map((event) => (JSON.parse(event.data) as { status: string }).status);
+    const statuses = stream.events
+      .filter((event) => event.event === 'status')
+      .map((event) => (JSON.parse(event.data) as { status: string }).status);
     // Also on a Redis Cluster: the store publishes through the channel's slot owner, so the order holds.
     expect(statuses).toEqual(['pending', 'scanned', 'confirmed']);
     stream.close();
-    const read = await request(idp.url).get(`/sns/qr-logins/${login.authCode}`).set('Authorization', `Bearer ${await phoneToken('alice')}`);
+    const read = await request(idp.url)
+      .get(`/sns/qr-logins/${login.authCode}`)
+      .set('Authorization', `Bearer ${await phoneToken('alice')}`);
     expect(read.body).toMatchObject({ status: 'confirmed', scanned_at: expect.any(String) });
     const after = await request(idp.url).get(path).set('Cookie', cookie);
     expect(after.text).toContain('This sign-in request is confirmed.');
@@ -419,7 +465,12 @@ describe('the web confirmation page (demo phone)', () => {
     const cookie = await loggedInCookie('bob');
     const path = `/sns/qr-logins/${login.authCode}/confirmation`;
     expect((await request(idp.url).get(path).set('Cookie', cookie)).text).toContain('Someone else already scanned this code.');
-    const res = await request(idp.url).post(path).set('Cookie', cookie).set('Origin', idp.origin).type('form').send({ status: 'confirmed' });
+    const res = await request(idp.url)
+      .post(path)
+      .set('Cookie', cookie)
+      .set('Origin', idp.origin)
+      .type('form')
+      .send({ status: 'confirmed' });
     expectProblem(res, 403, 'not_scanner');
   });
 
@@ -427,7 +478,12 @@ describe('the web confirmation page (demo phone)', () => {
     const login = await createLogin(idp.url);
     const cookie = await loggedInCookie('alice');
     const path = `/sns/qr-logins/${login.authCode}/confirmation`;
-    const crossSite = await request(idp.url).post(path).set('Cookie', cookie).set('Origin', 'https://evil.example').type('form').send({ status: 'confirmed' });
+    const crossSite = await request(idp.url)
+      .post(path)
+      .set('Cookie', cookie)
+      .set('Origin', 'https://evil.example')
+      .type('form')
+      .send({ status: 'confirmed' });
     expectProblem(crossSite, 403, 'cross_origin_request');
     const noOrigin = await request(idp.url).post(path).set('Cookie', cookie).type('form').send({ status: 'confirmed' });
     expectProblem(noOrigin, 403, 'cross_origin_request');

@@ -27,12 +27,23 @@ function relyingApp(options: Partial<QrLoginOptions> & Pick<QrLoginOptions, 'pro
   const qr = qrLogin({ appid: 'shop', redirectUri: SHOP_REDIRECT, ...options });
   const app = express();
   app.set('trust proxy', 'loopback');
-  app.use(ssoSession({ store: redis.store, cookieDomain: 'example.test', secret: randomBytes(32).toString('base64'), loginUrl: 'https://auth.example.test/login' }));
+  app.use(
+    ssoSession({
+      store: redis.store,
+      cookieDomain: 'example.test',
+      secret: randomBytes(32).toString('base64'),
+      loginUrl: 'https://auth.example.test/login',
+    }),
+  );
   app.get('/login/qr', qr.login);
   app.get('/callback/qr', qr.callback);
   app.get('/me', (req, res) => {
     // Test-only view: whether provider tokens are in the session, never their values.
-    res.json({ user: req.session.user ?? null, hasProviderTokens: Boolean(req.session.qrLogin?.tokens), pending: Object.keys(req.session.qrLogin?.pending ?? {}).length });
+    res.json({
+      user: req.session.user ?? null,
+      hasProviderTokens: Boolean(req.session.qrLogin?.tokens),
+      pending: Object.keys(req.session.qrLogin?.pending ?? {}).length,
+    });
   });
   app.post('/refresh', async (req: Request, res, next) => {
     try {
@@ -61,7 +72,12 @@ function browser(app: express.Express) {
       return res;
     },
     post(path: string) {
-      return request(app).post(path).set('X-Forwarded-Proto', 'https').set('Host', 'auth.example.test').set('Cookie', cookie).set('Origin', 'https://auth.example.test');
+      return request(app)
+        .post(path)
+        .set('X-Forwarded-Proto', 'https')
+        .set('Host', 'auth.example.test')
+        .set('Cookie', cookie)
+        .set('Origin', 'https://auth.example.test');
     },
     get cookie() {
       return cookie;
@@ -109,7 +125,13 @@ describe('full QR login: relying app ↔ provider over real HTTP and Redis', () 
     expect(start.status).toBe(302);
     const target = new URL(start.headers.location as string);
     expect(`${target.origin}${target.pathname}`).toBe(`${idp.url}/sns/oauth2/qrconnect`);
-    expect(Object.fromEntries(target.searchParams)).toEqual({ appid: 'shop', redirect_uri: SHOP_REDIRECT, response_type: 'code', scope: 'snsapi_login', state: expect.any(String) });
+    expect(Object.fromEntries(target.searchParams)).toEqual({
+      appid: 'shop',
+      redirect_uri: SHOP_REDIRECT,
+      response_type: 'code',
+      scope: 'snsapi_login',
+      state: expect.any(String),
+    });
     expect(Buffer.from(target.searchParams.get('state')!, 'base64url').length).toBeGreaterThanOrEqual(16);
     const before = user.cookie;
 
@@ -124,7 +146,12 @@ describe('full QR login: relying app ↔ provider over real HTTP and Redis', () 
     expect(String(done.headers['set-cookie'])).not.toMatch(/access_token|refresh_token/);
 
     const me = await user.get('/me', 'application/json');
-    expect(me.body.user).toMatchObject({ id: expect.stringMatching(/^qr:shop:[A-Za-z0-9_-]{28}$/), name: 'Alice', method: 'qr', roles: [] });
+    expect(me.body.user).toMatchObject({
+      id: expect.stringMatching(/^qr:shop:[A-Za-z0-9_-]{28}$/),
+      name: 'Alice',
+      method: 'qr',
+      roles: [],
+    });
     expect(me.body.hasProviderTokens).toBe(true);
     expect(me.body.pending).toBe(0);
 
@@ -187,7 +214,12 @@ describe('full QR login: relying app ↔ provider over real HTTP and Redis', () 
     const stolen = await fetch(`${idp.url}/sns/oauth2/access_token`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ appid: 'shop', secret: idp.shopSecret, code: callback.searchParams.get('code')!, grant_type: 'authorization_code' }),
+      body: new URLSearchParams({
+        appid: 'shop',
+        secret: idp.shopSecret,
+        code: callback.searchParams.get('code')!,
+        grant_type: 'authorization_code',
+      }),
     });
     expect(stolen.status).toBe(200);
     const res = await user.get(`/callback/qr${callback.search}`);
@@ -270,10 +302,24 @@ describe('against WeChat’s wire format (GET exchange, errcode bodies with HTTP
 
   function wechatApp() {
     {
-      const qr = qrLogin({ providerUrl: wechat.url, appid: wechat.appid, secret: wechat.secret, redirectUri: SHOP_REDIRECT, exchangeMethod: 'GET', userinfoTokenIn: 'query' });
+      const qr = qrLogin({
+        providerUrl: wechat.url,
+        appid: wechat.appid,
+        secret: wechat.secret,
+        redirectUri: SHOP_REDIRECT,
+        exchangeMethod: 'GET',
+        userinfoTokenIn: 'query',
+      });
       const app = express();
       app.set('trust proxy', 'loopback');
-      app.use(ssoSession({ store: redis.store, cookieDomain: 'example.test', secret: randomBytes(32).toString('base64'), loginUrl: 'https://auth.example.test/login' }));
+      app.use(
+        ssoSession({
+          store: redis.store,
+          cookieDomain: 'example.test',
+          secret: randomBytes(32).toString('base64'),
+          loginUrl: 'https://auth.example.test/login',
+        }),
+      );
       app.get('/login/qr', qr.login);
       app.get('/callback/qr', qr.callback);
       app.get('/me', (req, res) => {
@@ -302,7 +348,10 @@ describe('against WeChat’s wire format (GET exchange, errcode bodies with HTTP
     expect(done.status).toBe(302);
     const me = await user.get('/me', 'application/json');
     expect(me.body.user).toMatchObject({ id: `qr:${wechat.appid}:oWeChatUser0000000000000001`, name: 'Nick oWeC', method: 'qr' });
-    expect(wechat.calls.filter((call) => call.path !== '/sns/oauth2/refresh_token').map((call) => `${call.method} ${call.path}`)).toEqual(['GET /sns/oauth2/access_token', 'GET /sns/userinfo']);
+    expect(wechat.calls.filter((call) => call.path !== '/sns/oauth2/refresh_token').map((call) => `${call.method} ${call.path}`)).toEqual([
+      'GET /sns/oauth2/access_token',
+      'GET /sns/userinfo',
+    ]);
     expect((await user.post('/refresh')).status).toBe(200);
   });
 
@@ -356,7 +405,15 @@ describe('deny and reuse as the relying app sees them', () => {
     const body = (await page.json()) as { qr_url: string; redirection_url: string; status_url: string; events_url: string };
     const binding = cookiePair(page.headers.get('set-cookie') ?? '', 'qr_binding')!;
     const authCode = /qr-logins\/([^/]+)\//.exec(body.qr_url)![1]!;
-    const { code } = await confirmAndCollect(idp.url, { authCode, binding, setCookie: '', qrUrl: body.qr_url, statusUrl: body.status_url, eventsUrl: body.events_url, redirectionUrl: body.redirection_url });
+    const { code } = await confirmAndCollect(idp.url, {
+      authCode,
+      binding,
+      setCookie: '',
+      qrUrl: body.qr_url,
+      statusUrl: body.status_url,
+      eventsUrl: body.events_url,
+      redirectionUrl: body.redirection_url,
+    });
     expect(code).not.toBe('');
     // The auth_code is spent: scanning the same QR again is refused.
     expect((await patchStatus(idp.url, authCode, 'scanned', 'bob')).status).toBe(409);

@@ -1,5 +1,12 @@
 import fc from 'fast-check';
-import { applyTransition, effectiveStatus, isTerminal, parseRecord, type QrLoginRecord, type QrLoginTransition } from '../../lib/qr/qr-state';
+import {
+  applyTransition,
+  effectiveStatus,
+  isTerminal,
+  parseRecord,
+  type QrLoginRecord,
+  type QrLoginTransition,
+} from '../../lib/qr/qr-state';
 
 const NOW = 1_700_000_000_000;
 
@@ -55,7 +62,11 @@ describe('applyTransition', () => {
   });
 
   it('refuses confirming a request that was never scanned', () => {
-    expect(applyTransition(record(), 'confirmed', 'alice', NOW, mint)).toEqual({ ok: false, reason: 'illegal_transition', status: 'pending' });
+    expect(applyTransition(record(), 'confirmed', 'alice', NOW, mint)).toEqual({
+      ok: false,
+      reason: 'illegal_transition',
+      status: 'pending',
+    });
   });
 
   it('refuses every transition after expiry', () => {

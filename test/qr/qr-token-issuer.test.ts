@@ -16,12 +16,22 @@ describe('qrTokenIssuer', () => {
   });
 
   it('refuses a TokenService whose revocation marks would expire before the QR access tokens', () => {
-    expect(() => qrTokenIssuer(new TokenService({ keys, issuer: 'https://idp.example.test', store }))).toThrow(/accessTokenTtlSeconds of at least 7200/);
+    expect(() => qrTokenIssuer(new TokenService({ keys, issuer: 'https://idp.example.test', store }))).toThrow(
+      /accessTokenTtlSeconds of at least 7200/,
+    );
   });
 
   it('issues, verifies, rotates and revokes through the TokenService', async () => {
     const issuer = qrTokenIssuer(new TokenService({ keys, issuer: 'https://idp.example.test', store, accessTokenTtlSeconds: 7200 }));
-    const request = { subject: 'openid-1', audience: 'shop', scope: 'snsapi_login', roles: [], clientId: 'shop', grantId: 'grant-1', expiresInSeconds: 7200 };
+    const request = {
+      subject: 'openid-1',
+      audience: 'shop',
+      scope: 'snsapi_login',
+      roles: [],
+      clientId: 'shop',
+      grantId: 'grant-1',
+      expiresInSeconds: 7200,
+    };
     const access = await issuer.issueAccessToken(request);
     expect(await issuer.verifyAccessToken(access, 'shop')).toMatchObject({ sub: 'openid-1', aud: 'shop', gid: 'grant-1' });
     await expect(issuer.verifyAccessToken(access, 'admin')).rejects.toMatchObject({ reason: 'wrong_audience' });

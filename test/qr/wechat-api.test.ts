@@ -5,7 +5,16 @@ import { RedisStore } from '../../lib/store';
 import { requireBearer } from '../../lib/tokens/require-bearer';
 import { burst } from '../helpers/parallel-http';
 import { expectProblem } from '../helpers/problem';
-import { confirmAndCollect, createLogin, exchange, loadJose, qrconnectQuery, startProvider, USERS, type ProviderHarness } from '../helpers/qr-harness';
+import {
+  confirmAndCollect,
+  createLogin,
+  exchange,
+  loadJose,
+  qrconnectQuery,
+  startProvider,
+  USERS,
+  type ProviderHarness,
+} from '../helpers/qr-harness';
 import { startPrivateRedis, testRedisStore } from '../helpers/redis';
 
 let redis: Awaited<ReturnType<typeof testRedisStore>>;
@@ -45,11 +54,15 @@ describe('POST /sns/oauth2/access_token', () => {
       unionid: expect.stringMatching(/^[A-Za-z0-9_-]{28}$/),
     });
     const jose = await loadJose();
-    const { payload, protectedHeader } = await jose.jwtVerify(res.body.access_token as string, jose.createLocalJWKSet(idp.keys.publicJwks() as never), {
-      audience: 'shop',
-      issuer: 'https://idp.example.test',
-      algorithms: ['ES256'],
-    });
+    const { payload, protectedHeader } = await jose.jwtVerify(
+      res.body.access_token as string,
+      jose.createLocalJWKSet(idp.keys.publicJwks() as never),
+      {
+        audience: 'shop',
+        issuer: 'https://idp.example.test',
+        algorithms: ['ES256'],
+      },
+    );
     expect(protectedHeader.typ).toBe('at+jwt');
     expect(payload.sub).toBe(res.body.openid);
     expect(payload.exp! - payload.iat!).toBe(7200);
@@ -60,24 +73,36 @@ describe('POST /sns/oauth2/access_token', () => {
     const code = await freshCode();
     const { body } = await exchange(idp.url, { appid: 'shop', secret: idp.shopSecret, code });
     const api = express();
-    api.get('/me', requireBearer({ keys: idp.keys, algorithms: ['ES256'], issuer: 'https://idp.example.test', audience: 'shop' }), (req, res) => {
-      res.json({ sub: req.auth?.claims.sub });
-    });
+    api.get(
+      '/me',
+      requireBearer({ keys: idp.keys, algorithms: ['ES256'], issuer: 'https://idp.example.test', audience: 'shop' }),
+      (req, res) => {
+        res.json({ sub: req.auth?.claims.sub });
+      },
+    );
     api.use(errorHandler({ log: false }));
     const ok = await request(api).get('/me').set('Authorization', `Bearer ${body.access_token}`);
     expect(ok.body).toEqual({ sub: body.openid });
     const other = express();
-    other.get('/me', requireBearer({ keys: idp.keys, algorithms: ['ES256'], issuer: 'https://idp.example.test', audience: 'admin' }), (_req, res) => {
-      res.sendStatus(204);
-    });
+    other.get(
+      '/me',
+      requireBearer({ keys: idp.keys, algorithms: ['ES256'], issuer: 'https://idp.example.test', audience: 'admin' }),
+      (_req, res) => {
+        res.sendStatus(204);
+      },
+    );
     other.use(errorHandler({ log: false }));
     expect((await request(other).get('/me').set('Authorization', `Bearer ${body.access_token}`)).status).toBe(401);
   });
 
   it('accepts a JSON body and, for WeChat clients, GET with a query', async () => {
-    const json = await request(idp.url).post('/sns/oauth2/access_token').send({ appid: 'shop', secret: idp.shopSecret, code: await freshCode(), grant_type: 'authorization_code' });
+    const json = await request(idp.url)
+      .post('/sns/oauth2/access_token')
+      .send({ appid: 'shop', secret: idp.shopSecret, code: await freshCode(), grant_type: 'authorization_code' });
     expect(json.status).toBe(200);
-    const get = await request(idp.url).get('/sns/oauth2/access_token').query({ appid: 'shop', secret: idp.shopSecret, code: await freshCode(), grant_type: 'authorization_code' });
+    const get = await request(idp.url)
+      .get('/sns/oauth2/access_token')
+      .query({ appid: 'shop', secret: idp.shopSecret, code: await freshCode(), grant_type: 'authorization_code' });
     expect(get.status).toBe(200);
     expect(get.headers['cache-control']).toBe('no-store');
   });
@@ -174,7 +199,10 @@ describe('GET /sns/userinfo', () => {
   });
 
   it('accepts the token in the Authorization header', async () => {
-    const res = await request(idp.url).get('/sns/userinfo').query({ openid: tokens.openid }).set('Authorization', `Bearer ${tokens.access_token}`);
+    const res = await request(idp.url)
+      .get('/sns/userinfo')
+      .query({ openid: tokens.openid })
+      .set('Authorization', `Bearer ${tokens.access_token}`);
     expect(res.status).toBe(200);
   });
 
@@ -189,7 +217,10 @@ describe('GET /sns/userinfo', () => {
     expect(missing.body.errcode).toBe(41001);
     expect(missing.headers['www-authenticate']).toMatch(/^Bearer/);
     expect((await request(idp.url).get('/sns/userinfo').query({ access_token: tokens.access_token })).body.errcode).toBe(41009);
-    const both = await request(idp.url).get('/sns/userinfo').query({ access_token: tokens.access_token, openid: tokens.openid }).set('Authorization', `Bearer ${tokens.access_token}`);
+    const both = await request(idp.url)
+      .get('/sns/userinfo')
+      .query({ access_token: tokens.access_token, openid: tokens.openid })
+      .set('Authorization', `Bearer ${tokens.access_token}`);
     expect(both.status).toBe(401);
   });
 
@@ -227,10 +258,19 @@ describe('POST /sns/oauth2/refresh_token', () => {
   it('rotates the refresh token and issues a new access token; the old refresh token is then refused', async () => {
     const first = (await exchange(idp.url, { appid: 'shop', secret: idp.shopSecret, code: await freshCode() })).body;
     const rotate = (refreshToken: string) =>
-      request(idp.url).post('/sns/oauth2/refresh_token').type('form').send({ appid: 'shop', secret: idp.shopSecret, grant_type: 'refresh_token', refresh_token: refreshToken });
+      request(idp.url)
+        .post('/sns/oauth2/refresh_token')
+        .type('form')
+        .send({ appid: 'shop', secret: idp.shopSecret, grant_type: 'refresh_token', refresh_token: refreshToken });
     const res = await rotate(first.refresh_token as string);
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ access_token: expect.any(String), expires_in: 7200, refresh_token: expect.any(String), openid: first.openid, scope: 'snsapi_login' });
+    expect(res.body).toEqual({
+      access_token: expect.any(String),
+      expires_in: 7200,
+      refresh_token: expect.any(String),
+      openid: first.openid,
+      scope: 'snsapi_login',
+    });
     expect(res.body.refresh_token).not.toBe(first.refresh_token);
     expect((await userinfo(res.body.access_token, first.openid as string)).status).toBe(200);
     const replay = await rotate(first.refresh_token as string);
@@ -240,7 +280,10 @@ describe('POST /sns/oauth2/refresh_token', () => {
 
   it('requires the app secret by default, and refuses another app’s refresh token', async () => {
     const first = (await exchange(idp.url, { appid: 'shop', secret: idp.shopSecret, code: await freshCode() })).body;
-    const noSecret = await request(idp.url).post('/sns/oauth2/refresh_token').type('form').send({ appid: 'shop', grant_type: 'refresh_token', refresh_token: first.refresh_token as string });
+    const noSecret = await request(idp.url)
+      .post('/sns/oauth2/refresh_token')
+      .type('form')
+      .send({ appid: 'shop', grant_type: 'refresh_token', refresh_token: first.refresh_token as string });
     expect(noSecret.body.errcode).toBe(41004);
     const otherApp = await request(idp.url)
       .post('/sns/oauth2/refresh_token')
@@ -265,7 +308,9 @@ describe('options of the WeChat API', () => {
     const lax = await startProvider(redis.store, { rateLimits: false, requireSecretOnRefresh: false });
     try {
       const first = (await exchange(lax.url, { appid: 'shop', secret: lax.shopSecret, code: await freshCode(lax) })).body;
-      const res = await request(lax.url).get('/sns/oauth2/refresh_token').query({ appid: 'shop', grant_type: 'refresh_token', refresh_token: first.refresh_token as string });
+      const res = await request(lax.url)
+        .get('/sns/oauth2/refresh_token')
+        .query({ appid: 'shop', grant_type: 'refresh_token', refresh_token: first.refresh_token as string });
       expect(res.status).toBe(200);
     } finally {
       await lax.close();
@@ -278,7 +323,10 @@ describe('options of the WeChat API', () => {
       const attempt = () => exchange(limited.url, { appid: 'admin', secret: limited.adminSecret, code: 'A'.repeat(32) });
       expect((await attempt()).body.errcode).toBe(40029);
       expect((await attempt()).body.errcode).toBe(40029);
-      const third = await request(limited.url).post('/sns/oauth2/access_token').type('form').send({ appid: 'admin', secret: limited.adminSecret, code: 'A'.repeat(32), grant_type: 'authorization_code' });
+      const third = await request(limited.url)
+        .post('/sns/oauth2/access_token')
+        .type('form')
+        .send({ appid: 'admin', secret: limited.adminSecret, code: 'A'.repeat(32), grant_type: 'authorization_code' });
       expect(third.status).toBe(429);
       expect(third.body.errcode).toBe(45011);
       expect(Number(third.headers['retry-after'])).toBeGreaterThan(0);
@@ -302,7 +350,10 @@ describe('a Redis outage', () => {
       const page = await request(harness.url).get(`/sns/oauth2/qrconnect?${qrconnectQuery()}`);
       expectProblem(page, 503);
       expect(page.headers['retry-after']).toBeDefined();
-      const res = await request(harness.url).post('/sns/oauth2/access_token').type('form').send({ appid: 'shop', secret: harness.shopSecret, code, grant_type: 'authorization_code' });
+      const res = await request(harness.url)
+        .post('/sns/oauth2/access_token')
+        .type('form')
+        .send({ appid: 'shop', secret: harness.shopSecret, code, grant_type: 'authorization_code' });
       expect(res.status).toBe(503);
       expect(res.body).toEqual({ errcode: -1, errmsg: expect.any(String) });
       expect(res.headers['retry-after']).toBeDefined();

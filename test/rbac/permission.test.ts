@@ -40,7 +40,8 @@ describe('parsePermission', () => {
   });
 
   it('formats a parsed permission back to its canonical string', () => {
-    for (const text of ['read:reports', 'read:reports:*', '*:*', '*:reports:42']) expect(formatPermission(parsePermission(text))).toBe(text);
+    for (const text of ['read:reports', 'read:reports:*', '*:*', '*:reports:42'])
+      expect(formatPermission(parsePermission(text))).toBe(text);
   });
 });
 

@@ -70,7 +70,8 @@ describe('createPolicy: the permission matrix', () => {
   });
 
   it('does not treat Object.prototype names as roles', () => {
-    for (const role of ['constructor', '__proto__', 'toString', 'hasOwnProperty']) expect(policy.can([role], 'read', 'reports')).toBe(false);
+    for (const role of ['constructor', '__proto__', 'toString', 'hasOwnProperty'])
+      expect(policy.can([role], 'read', 'reports')).toBe(false);
   });
 
   it('works as a detached function, as templates call it', () => {
@@ -79,7 +80,14 @@ describe('createPolicy: the permission matrix', () => {
   });
 
   it('lists the effective permissions of roles, inherited ones included', () => {
-    expect(policy.permissionsOf(['chief'])).toEqual(['delete:reports:*', 'publish:reports:*', 'read:reports', 'read:reports:*', 'write:drafts:*', 'write:reports:*']);
+    expect(policy.permissionsOf(['chief'])).toEqual([
+      'delete:reports:*',
+      'publish:reports:*',
+      'read:reports',
+      'read:reports:*',
+      'write:drafts:*',
+      'write:reports:*',
+    ]);
     expect(policy.roles).toContain('chief');
   });
 
@@ -144,7 +152,12 @@ describe('createPolicy: construction errors', () => {
 
 describe('createPolicy: agrees with a naive reading of the grammar (property)', () => {
   // The oracle walks inheritance and matches permission strings directly, without any precomputation.
-  function naiveCan(roles: Record<string, { permissions: string[]; inherits: string[] }>, held: string[], action: string, resource: string): boolean {
+  function naiveCan(
+    roles: Record<string, { permissions: string[]; inherits: string[] }>,
+    held: string[],
+    action: string,
+    resource: string,
+  ): boolean {
     const seen = new Set<string>();
     const stack = [...held];
     while (stack.length) {
@@ -159,7 +172,8 @@ describe('createPolicy: agrees with a naive reading of the grammar (property)', 
         const grantResource = permission.slice(colon + 1);
         if (grantAction !== '*' && grantAction !== action) continue;
         if (grantResource === '*' || grantResource === resource) return true;
-        if (grantResource.endsWith(':*') && resource.startsWith(grantResource.slice(0, -1)) && resource.length > grantResource.length - 1) return true;
+        if (grantResource.endsWith(':*') && resource.startsWith(grantResource.slice(0, -1)) && resource.length > grantResource.length - 1)
+          return true;
       }
     }
     return false;
@@ -167,22 +181,34 @@ describe('createPolicy: agrees with a naive reading of the grammar (property)', 
 
   const segment = fc.constantFrom('a', 'b', 'r');
   const resource = fc.array(segment, { minLength: 1, maxLength: 3 }).map((parts) => parts.join(':'));
-  const grantResource = fc.oneof(resource, resource.map((r) => `${r}:*`), fc.constant('*'));
+  const grantResource = fc.oneof(
+    resource,
+    resource.map((r) => `${r}:*`),
+    fc.constant('*'),
+  );
   const permission = fc.tuple(fc.constantFrom('read', 'write', '*'), grantResource).map(([a, r]) => `${a}:${r}`);
   const roleNames = ['r0', 'r1', 'r2', 'r3'];
   // Role i may only inherit roles with a higher index, so the generated graphs have no cycles.
-  const roles = fc.tuple(
-    ...roleNames.map((_, index) =>
-      fc.record({ permissions: fc.array(permission, { maxLength: 3 }), inherits: fc.subarray(roleNames.slice(index + 1)) }),
-    ),
-  ).map((definitions) => Object.fromEntries(definitions.map((definition, index) => [roleNames[index]!, definition])));
+  const roles = fc
+    .tuple(
+      ...roleNames.map((_, index) =>
+        fc.record({ permissions: fc.array(permission, { maxLength: 3 }), inherits: fc.subarray(roleNames.slice(index + 1)) }),
+      ),
+    )
+    .map((definitions) => Object.fromEntries(definitions.map((definition, index) => [roleNames[index]!, definition])));
 
   it('gives the same answer for random policies, roles and requests', () => {
     fc.assert(
-      fc.property(roles, fc.subarray([...roleNames, 'unknown']), fc.constantFrom('read', 'write'), resource, (definitions, held, action, target) => {
-        const policy = createPolicy({ roles: definitions });
-        expect(policy.can(held, action, target)).toBe(naiveCan(definitions, held, action, target));
-      }),
+      fc.property(
+        roles,
+        fc.subarray([...roleNames, 'unknown']),
+        fc.constantFrom('read', 'write'),
+        resource,
+        (definitions, held, action, target) => {
+          const policy = createPolicy({ roles: definitions });
+          expect(policy.can(held, action, target)).toBe(naiveCan(definitions, held, action, target));
+        },
+      ),
       { numRuns: 3000 },
     );
   });

@@ -87,7 +87,13 @@ function withSession(app: express.Express): void {
   app.post('/login/:id/:roles', (req, res, next) => {
     req.session.regenerate((error) => {
       if (error) return next(error);
-      const user: SessionUser = { id: String(req.params.id), name: 'Test', roles: String(req.params.roles).split(',').filter(Boolean), method: 'password', authenticatedAt: Date.now() };
+      const user: SessionUser = {
+        id: String(req.params.id),
+        name: 'Test',
+        roles: String(req.params.roles).split(',').filter(Boolean),
+        method: 'password',
+        authenticatedAt: Date.now(),
+      };
       req.session.user = user;
       res.status(204).end();
     });
@@ -116,10 +122,17 @@ describe('requirePermission: roles from the session user', () => {
   beforeAll(async () => {
     app = await serve((a) => {
       withSession(a);
-      a.get('/reports/:id', requirePermission('read', (req) => `reports:${String(req.params.id)}`, { policy }));
-      a.delete('/reports/:id', requirePermission('delete', (req) => `reports:${String(req.params.id)}`, { policy }), (_req, res) => {
-        res.status(204).end();
-      });
+      a.get(
+        '/reports/:id',
+        requirePermission('read', (req) => `reports:${String(req.params.id)}`, { policy }),
+      );
+      a.delete(
+        '/reports/:id',
+        requirePermission('delete', (req) => `reports:${String(req.params.id)}`, { policy }),
+        (_req, res) => {
+          res.status(204).end();
+        },
+      );
     });
   });
 
@@ -161,47 +174,99 @@ describe('requirePermission: roles from a verified token', () => {
   beforeAll(async () => {
     app = await serve((a) => {
       a.use('/api', testBearer());
-      a.put('/api/reports/:id', requirePermission('write', (req) => `reports:${String(req.params.id)}`, { policy }), (_req, res) => {
-        res.json({ written: true });
-      });
+      a.put(
+        '/api/reports/:id',
+        requirePermission('write', (req) => `reports:${String(req.params.id)}`, { policy }),
+        (_req, res) => {
+          res.json({ written: true });
+        },
+      );
       a.get('/api/namespaced', requirePermission('read', 'reports', { policy, rolesClaim: 'https://example.test/roles' }));
       a.get('/api/keycloak', requirePermission('read', 'reports', { policy, rolesClaim: ['realm_access', 'roles'] }));
       a.get(
         '/api/scoped/:id',
-        requirePermission('read', (req) => `reports:${String(req.params.id)}`, { policy, scopePermissions: { 'reports.read': ['read:reports:*'] } }),
+        requirePermission('read', (req) => `reports:${String(req.params.id)}`, {
+          policy,
+          scopePermissions: { 'reports.read': ['read:reports:*'] },
+        }),
       );
     });
   });
 
   it('reads roles from the roles claim', async () => {
-    await request(app.url).put('/api/reports/1').set('Authorization', `Bearer ${await mint({ sub: 'a', roles: ['editor'] })}`).expect(200);
-    const res = await request(app.url).put('/api/reports/1').set('Authorization', `Bearer ${await mint({ sub: 'a', roles: ['viewer'] })}`);
+    await request(app.url)
+      .put('/api/reports/1')
+      .set('Authorization', `Bearer ${await mint({ sub: 'a', roles: ['editor'] })}`)
+      .expect(200);
+    const res = await request(app.url)
+      .put('/api/reports/1')
+      .set('Authorization', `Bearer ${await mint({ sub: 'a', roles: ['viewer'] })}`);
     expectProblem(res, 403, 'permission_denied');
   });
 
   it('accepts a single string as the roles claim', async () => {
-    await request(app.url).put('/api/reports/1').set('Authorization', `Bearer ${await mint({ sub: 'a', roles: 'editor' })}`).expect(200);
+    await request(app.url)
+      .put('/api/reports/1')
+      .set('Authorization', `Bearer ${await mint({ sub: 'a', roles: 'editor' })}`)
+      .expect(200);
   });
 
   it('reads a namespaced claim name literally, dots and all', async () => {
-    await request(app.url).get('/api/namespaced').set('Authorization', `Bearer ${await mint({ 'https://example.test/roles': ['viewer'] })}`).expect(200);
-    expectProblem(await request(app.url).get('/api/namespaced').set('Authorization', `Bearer ${await mint({ roles: ['viewer'] })}`), 403);
+    await request(app.url)
+      .get('/api/namespaced')
+      .set('Authorization', `Bearer ${await mint({ 'https://example.test/roles': ['viewer'] })}`)
+      .expect(200);
+    expectProblem(
+      await request(app.url)
+        .get('/api/namespaced')
+        .set('Authorization', `Bearer ${await mint({ roles: ['viewer'] })}`),
+      403,
+    );
   });
 
   it('follows a claim path such as realm_access.roles', async () => {
-    await request(app.url).get('/api/keycloak').set('Authorization', `Bearer ${await mint({ realm_access: { roles: ['viewer'] } })}`).expect(200);
-    expectProblem(await request(app.url).get('/api/keycloak').set('Authorization', `Bearer ${await mint({ realm_access: { roles: [] } })}`), 403);
+    await request(app.url)
+      .get('/api/keycloak')
+      .set('Authorization', `Bearer ${await mint({ realm_access: { roles: ['viewer'] } })}`)
+      .expect(200);
+    expectProblem(
+      await request(app.url)
+        .get('/api/keycloak')
+        .set('Authorization', `Bearer ${await mint({ realm_access: { roles: [] } })}`),
+      403,
+    );
   });
 
   it('grants mapped scopes from "scope" and "scp", and nothing for unmapped ones', async () => {
-    await request(app.url).get('/api/scoped/9').set('Authorization', `Bearer ${await mint({ scope: 'openid reports.read' })}`).expect(200);
-    await request(app.url).get('/api/scoped/9').set('Authorization', `Bearer ${await mint({ scp: ['reports.read'] })}`).expect(200);
-    expectProblem(await request(app.url).get('/api/scoped/9').set('Authorization', `Bearer ${await mint({ scope: 'reports.write' })}`), 403);
-    expectProblem(await request(app.url).get('/api/scoped/9').set('Authorization', `Bearer ${await mint({ scope: 'reports.readx' })}`), 403);
+    await request(app.url)
+      .get('/api/scoped/9')
+      .set('Authorization', `Bearer ${await mint({ scope: 'openid reports.read' })}`)
+      .expect(200);
+    await request(app.url)
+      .get('/api/scoped/9')
+      .set('Authorization', `Bearer ${await mint({ scp: ['reports.read'] })}`)
+      .expect(200);
+    expectProblem(
+      await request(app.url)
+        .get('/api/scoped/9')
+        .set('Authorization', `Bearer ${await mint({ scope: 'reports.write' })}`),
+      403,
+    );
+    expectProblem(
+      await request(app.url)
+        .get('/api/scoped/9')
+        .set('Authorization', `Bearer ${await mint({ scope: 'reports.readx' })}`),
+      403,
+    );
   });
 
   it('never lets a token without roles through', async () => {
-    expectProblem(await request(app.url).put('/api/reports/1').set('Authorization', `Bearer ${await mint({ sub: 'a' })}`), 403);
+    expectProblem(
+      await request(app.url)
+        .put('/api/reports/1')
+        .set('Authorization', `Bearer ${await mint({ sub: 'a' })}`),
+      403,
+    );
   });
 });
 
@@ -213,7 +278,10 @@ describe('requirePermission: a verified token wins over the ambient session cook
     });
     const agent = await loggedIn(app.url, 'boss', ['admin']);
     expectProblem(await agent.get('/both').set('Authorization', `Bearer ${await mint({ roles: ['viewer'] })}`), 403, 'permission_denied');
-    await agent.get('/both').set('Authorization', `Bearer ${await mint({ roles: ['editor'] })}`).expect(200);
+    await agent
+      .get('/both')
+      .set('Authorization', `Bearer ${await mint({ roles: ['editor'] })}`)
+      .expect(200);
   });
 });
 
@@ -232,7 +300,11 @@ describe('requirePermission: loadRoles', () => {
     };
     app = await serve((a) => {
       withSession(a);
-      a.get('/write-twice', requirePermission('read', 'reports', { policy, loadRoles }), requirePermission('write', 'reports:2', { policy, loadRoles }));
+      a.get(
+        '/write-twice',
+        requirePermission('read', 'reports', { policy, loadRoles }),
+        requirePermission('write', 'reports:2', { policy, loadRoles }),
+      );
       a.get('/bad-loader', requirePermission('read', 'reports', { policy, loadRoles: () => 'editor' as never }));
       a.get(
         '/failing-loader',
@@ -260,7 +332,9 @@ describe('requirePermission: loadRoles', () => {
     const agent = await loggedIn(app.url, 'u10', ['admin']);
     expectProblem(await agent.get('/bad-loader'), 500);
     expectProblem(await agent.get('/failing-loader'), 500);
-    expect(app.logs.map((entry) => entry.message)).toEqual(expect.arrayContaining([expect.stringMatching(/loadRoles must resolve to an array/), 'bug in the loader']));
+    expect(app.logs.map((entry) => entry.message)).toEqual(
+      expect.arrayContaining([expect.stringMatching(/loadRoles must resolve to an array/), 'bug in the loader']),
+    );
   });
 });
 
@@ -287,7 +361,10 @@ describe('requirePermission: a role store outage', () => {
   it('answers 503 with Retry-After, never "allowed" and never "logged out"', async () => {
     const app = await serve((a) => {
       withSession(a);
-      a.get('/admin', requirePermission('delete', 'reports:1', { policy, loadRoles: (req) => store.members(`roles:${req.session.user?.id}`) }));
+      a.get(
+        '/admin',
+        requirePermission('delete', 'reports:1', { policy, loadRoles: (req) => store.members(`roles:${req.session.user?.id}`) }),
+      );
     });
     const agent = await loggedIn(app.url, 'u20', []);
     await agent.get('/admin').expect(200);
@@ -383,16 +460,32 @@ describe('requirePermission: options', () => {
     ['the action is a wildcard', () => requirePermission('*', 'reports', { policy }), /action must be a name/],
     ['the resource is a wildcard', () => requirePermission('read', 'reports:*', { policy }), /resource must be a name/],
     ['rolesClaim is empty', () => requirePermission('read', 'reports', { policy, rolesClaim: '' }), /rolesClaim must be/],
-    ['loadRoles is not a function', () => requirePermission('read', 'reports', { policy, loadRoles: [] as never }), /loadRoles must be a function/],
-    ['a scope maps to a malformed permission', () => requirePermission('read', 'reports', { policy, scopePermissions: { s: ['read'] } }), /scopePermissions\["s"\].*"read"/],
-    ['the challenge has a line break', () => requirePermission('read', 'reports', { policy, challenge: 'Bearer\r\nX: y' }), /challenge must be/],
+    [
+      'loadRoles is not a function',
+      () => requirePermission('read', 'reports', { policy, loadRoles: [] as never }),
+      /loadRoles must be a function/,
+    ],
+    [
+      'a scope maps to a malformed permission',
+      () => requirePermission('read', 'reports', { policy, scopePermissions: { s: ['read'] } }),
+      /scopePermissions\["s"\].*"read"/,
+    ],
+    [
+      'the challenge has a line break',
+      () => requirePermission('read', 'reports', { policy, challenge: 'Bearer\r\nX: y' }),
+      /challenge must be/,
+    ],
   ])('throws a TypeError when %s', (_name, build, message) => {
     expect(build).toThrow(TypeError);
     expect(build).toThrow(message);
   });
 
   it('does not mutate the caller options', () => {
-    const options: RequirePermissionOptions = Object.freeze({ policy, rolesClaim: Object.freeze(['a', 'b']), scopePermissions: Object.freeze({ s: Object.freeze(['read:reports']) }) });
+    const options: RequirePermissionOptions = Object.freeze({
+      policy,
+      rolesClaim: Object.freeze(['a', 'b']),
+      scopePermissions: Object.freeze({ s: Object.freeze(['read:reports']) }),
+    });
     expect(() => requirePermission('read', 'reports', options)).not.toThrow();
   });
 

@@ -12,7 +12,9 @@ type JwksMode = 'ok' | 'down' | 'slow' | 'broken';
  * The identity provider's JWKS endpoint, switchable between answering, refusing connections (the socket is
  * destroyed, as when the process is gone), answering only after 3 s, and answering 200 with an HTML page.
  */
-async function startJwksServer(keys: unknown): Promise<{ uri: string; issuer: string; mode: JwksMode; fetches: number; close(): Promise<void> }> {
+async function startJwksServer(
+  keys: unknown,
+): Promise<{ uri: string; issuer: string; mode: JwksMode; fetches: number; close(): Promise<void> }> {
   const state = { mode: 'ok' as JwksMode, fetches: 0 };
   const app = express();
   const timers = new Set<NodeJS.Timeout>();
@@ -63,7 +65,14 @@ describe('requireBearer when the JWKS endpoint fails', () => {
     const { privateKey, publicKey } = await generateKeyPair('RS256');
     jwks = await startJwksServer([{ ...(await exportJWK(publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' }]);
     mint = (subject) =>
-      new SignJWT({}).setProtectedHeader({ alg: 'RS256', kid: 'k1' }).setIssuer(jwks.issuer).setAudience('api').setSubject(subject).setIssuedAt().setExpirationTime('10m').sign(privateKey);
+      new SignJWT({})
+        .setProtectedHeader({ alg: 'RS256', kid: 'k1' })
+        .setIssuer(jwks.issuer)
+        .setAudience('api')
+        .setSubject(subject)
+        .setIssuedAt()
+        .setExpirationTime('10m')
+        .sign(privateKey);
   });
 
   afterAll(async () => {
@@ -73,7 +82,16 @@ describe('requireBearer when the JWKS endpoint fails', () => {
   /** A fresh API per case, so no case starts with keys another one fetched. */
   function api() {
     const app = express();
-    app.use(requireBearer({ jwksUri: jwks.uri, algorithms: ['RS256'], issuer: jwks.issuer, audience: 'api', cacheSize: 0, jwks: { timeoutMs: 1000, cooldownMs: 200 } }));
+    app.use(
+      requireBearer({
+        jwksUri: jwks.uri,
+        algorithms: ['RS256'],
+        issuer: jwks.issuer,
+        audience: 'api',
+        cacheSize: 0,
+        jwks: { timeoutMs: 1000, cooldownMs: 200 },
+      }),
+    );
     app.get('/me', (req, res) => {
       res.json({ sub: req.auth!.claims.sub });
     });

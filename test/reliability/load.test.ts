@@ -52,7 +52,9 @@ describe('1,000 users logging in at once and browsing two apps of the parent dom
     expect(sizes.filter((size) => size === null)).toEqual([]);
     const average = sizes.reduce<number>((sum, size) => sum + (size ?? 0), 0) / sizes.length;
     const indexSizes = await Promise.all(
-      [...cookies.keys()].slice(0, 100).map((id) => redis.client.call('MEMORY', 'USAGE', `${redis.prefix}user-sessions:{${id}}`) as Promise<number | null>),
+      [...cookies.keys()]
+        .slice(0, 100)
+        .map((id) => redis.client.call('MEMORY', 'USAGE', `${redis.prefix}user-sessions:{${id}}`) as Promise<number | null>),
     );
     const indexAverage = indexSizes.reduce<number>((sum, size) => sum + (size ?? 0), 0) / indexSizes.length;
     console.log(

@@ -32,7 +32,14 @@ describe('the OIDC callback when the identity provider fails', () => {
   function newProvider(): string {
     providers += 1;
     const name = `faults${providers}`;
-    apps.configure({ name, issuer: fake.issuer, clientId: 'shop', clientSecret: CLIENT_SECRET, allowInsecureHttpForTesting: true, timeoutMs: IDP_TIMEOUT_MS });
+    apps.configure({
+      name,
+      issuer: fake.issuer,
+      clientId: 'shop',
+      clientSecret: CLIENT_SECRET,
+      allowInsecureHttpForTesting: true,
+      timeoutMs: IDP_TIMEOUT_MS,
+    });
     return name;
   }
 

@@ -45,7 +45,9 @@ describe('the session middleware when Redis fails', () => {
     redis = await startPrivateRedis(['--appendonly', 'yes', '--appendfsync', 'always', '--dir', dir, '--enable-debug-command', 'local']);
     store = new RedisStore(redis.url, { prefix: testPrefix('faults') });
     apps = await startSsoApps({ store });
-    users = await Promise.all(Array.from({ length: 8 }, async (_, index) => ({ id: `fault-user-${index}`, cookie: await apps.login(`fault-user-${index}`) })));
+    users = await Promise.all(
+      Array.from({ length: 8 }, async (_, index) => ({ id: `fault-user-${index}`, cookie: await apps.login(`fault-user-${index}`) })),
+    );
   });
 
   afterAll(async () => {
@@ -65,7 +67,11 @@ describe('the session middleware when Redis fails', () => {
       await until(() => after(load.observations, stoppedAt).filter((o) => o.status === 503).length >= 20, 10_000, '503s during the outage');
       await startRedis();
       restartedAt = Date.now();
-      await until(() => after(load.observations, restartedAt + 1).filter((o) => o.status === 200).length >= 40, 15_000, '200s after the restart');
+      await until(
+        () => after(load.observations, restartedAt + 1).filter((o) => o.status === 200).length >= 40,
+        15_000,
+        '200s after the restart',
+      );
     } finally {
       await load.stop();
       await startRedis();
@@ -76,8 +82,15 @@ describe('the session middleware when Redis fails', () => {
     expect(observations.filter((o) => o.durationMs > REQUEST_BOUND_MS)).toEqual([]);
     expect(observations.filter((o) => o.status === 503).every((o) => o.code === 'store_unavailable')).toBe(true);
     expect(apps.serverErrors.filter((entry) => entry.status !== 503)).toEqual([]);
-    const recoveryMs = Math.min(...after(observations, restartedAt).filter((o) => o.status === 200).map((o) => o.at)) - restartedAt;
-    console.log(`redis restart: ${observations.length} requests, ${observations.filter((o) => o.status === 503).length} × 503, first 200 ${recoveryMs} ms after the restart`);
+    const recoveryMs =
+      Math.min(
+        ...after(observations, restartedAt)
+          .filter((o) => o.status === 200)
+          .map((o) => o.at),
+      ) - restartedAt;
+    console.log(
+      `redis restart: ${observations.length} requests, ${observations.filter((o) => o.status === 503).length} × 503, first 200 ${recoveryMs} ms after the restart`,
+    );
   }, 40_000);
 
   it('answers 503 within the command timeout while Redis is stalled (DEBUG SLEEP) and recovers by itself', async () => {
@@ -87,7 +100,11 @@ describe('the session middleware when Redis fails', () => {
       await until(() => load.observations.filter((o) => o.status === 200).length >= 20, 5000, 'steady 200s before the stall');
       await redis.sleep(3);
       await until(() => after(load.observations, stalledAt).some((o) => o.status === 503), 5000, 'a 503 during the stall');
-      await until(() => after(load.observations, stalledAt + 3000).filter((o) => o.status === 200).length >= 40, 15_000, '200s after the stall');
+      await until(
+        () => after(load.observations, stalledAt + 3000).filter((o) => o.status === 200).length >= 40,
+        15_000,
+        '200s after the stall',
+      );
     } finally {
       await load.stop();
     }
@@ -108,10 +125,18 @@ describe('the session middleware when Redis fails', () => {
         await until(() => load.observations.filter((o) => o.status === 200).length >= 10, 5000, '200s before the outage');
         await stopRedis();
         const stoppedAt = Date.now();
-        await until(() => after(load.observations, stoppedAt).filter((o) => o.status === 503).length >= 10, 10_000, '503s during the outage');
+        await until(
+          () => after(load.observations, stoppedAt).filter((o) => o.status === 503).length >= 10,
+          10_000,
+          '503s during the outage',
+        );
         await startRedis();
         const restartedAt = Date.now();
-        await until(() => after(load.observations, restartedAt + 1).filter((o) => o.status === 200).length >= 10, 15_000, '200s after the restart');
+        await until(
+          () => after(load.observations, restartedAt + 1).filter((o) => o.status === 200).length >= 10,
+          15_000,
+          '200s after the restart',
+        );
       } finally {
         await load.stop();
         await startRedis();

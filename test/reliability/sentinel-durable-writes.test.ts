@@ -86,7 +86,9 @@ describe('acknowledged writes across a Sentinel failover while the replica lags'
   /** Resolves once every sentinel names `port` as the master. */
   const sentinelsAgreeOn = async (port: number): Promise<boolean> => {
     const views = await Promise.all(
-      harness.sentinels.map((sentinel) => onNode(sentinel.port, (client) => client.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', harness.name))),
+      harness.sentinels.map((sentinel) =>
+        onNode(sentinel.port, (client) => client.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', harness.name)),
+      ),
     );
     return views.every((view) => Array.isArray(view) && Number(view[1]) === port);
   };
@@ -105,7 +107,14 @@ describe('acknowledged writes across a Sentinel failover while the replica lags'
   }
 
   const loginAttempts = (apps: SsoApps, ids: string[]) =>
-    Promise.all(ids.map((id) => apps.login(id).then((cookie) => ({ id, cookie }), () => undefined)));
+    Promise.all(
+      ids.map((id) =>
+        apps.login(id).then(
+          (cookie) => ({ id, cookie }),
+          () => undefined,
+        ),
+      ),
+    );
 
   const whoIs = async (apps: SsoApps, cookie: string): Promise<string | number> => {
     const res = await apps.get('shop', '/me', cookie);

@@ -55,7 +55,9 @@ describe('the session middleware behind Redis Sentinel during a failover', () =>
   };
 
   /** Kills the current master under load and waits for the sentinels to promote the replica and for 200s again. */
-  async function failOverUnderLoad(users: Array<{ id: string; cookie: string }>): Promise<{ observations: LoadObservation[]; promotedAfterMs: number }> {
+  async function failOverUnderLoad(
+    users: Array<{ id: string; cookie: string }>,
+  ): Promise<{ observations: LoadObservation[]; promotedAfterMs: number }> {
     const load = startSteadyLoad(send, users);
     try {
       await until(() => load.observations.filter((o) => o.status === 200).length >= 20, 5000, '200s before the failover');
@@ -65,7 +67,11 @@ describe('the session middleware behind Redis Sentinel during a failover', () =>
       await harness.waitForFailover(master.port, 20_000);
       const promotedAfterMs = Date.now() - killedAt;
       const promotedAt = Date.now();
-      await until(() => after(load.observations, promotedAt).filter((o) => o.status === 200).length >= 40, 15_000, '200s after the promotion');
+      await until(
+        () => after(load.observations, promotedAt).filter((o) => o.status === 200).length >= 40,
+        15_000,
+        '200s after the promotion',
+      );
       // The old master comes back as a replica of the new one, so the next failover has somewhere to go.
       await master.start();
       await load.stop();

@@ -23,7 +23,11 @@ describe('the per-user session index over expiring sessions', () => {
     const first = await Promise.all(Array.from({ length: 20 }, () => apps.login('index-user')));
     const firstIds = first.map((cookie) => decodeURIComponent(cookie.split('=')[1]!).slice(2).split('.')[0]!);
     // Wait for the sessions themselves to be gone from Redis (1 s idle timeout), not for a guessed time.
-    await until(async () => (await Promise.all(firstIds.map((id) => redis.client.exists(`${redis.prefix}sess:${id}`)))).every((n) => n === 0), 5000, 'the first sessions to expire');
+    await until(
+      async () => (await Promise.all(firstIds.map((id) => redis.client.exists(`${redis.prefix}sess:${id}`)))).every((n) => n === 0),
+      5000,
+      'the first sessions to expire',
+    );
     await apps.login('index-user');
     const members = await redis.client.smembers(indexKey);
     expect(members.filter((id) => firstIds.includes(id))).toEqual([]);

@@ -24,7 +24,9 @@ describe('session reads batched into one MGET', () => {
   });
 
   it('answers 60 concurrent requests of 30 users each with its own user, using MGET', async () => {
-    const users = await Promise.all(Array.from({ length: 30 }, async (_, index) => ({ id: `batch-user-${index}`, cookie: await apps.login(`batch-user-${index}`) })));
+    const users = await Promise.all(
+      Array.from({ length: 30 }, async (_, index) => ({ id: `batch-user-${index}`, cookie: await apps.login(`batch-user-${index}`) })),
+    );
     await admin.config('RESETSTAT');
     const requests = [...users, ...users].map(async (user, index) => {
       const res = await apps.get(index % 2 === 0 ? 'shop' : 'auth', '/me', user.cookie);

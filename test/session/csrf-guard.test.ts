@@ -21,7 +21,7 @@ describe('checkRequestOrigin', () => {
     expect(checkRequestOrigin(facts({ method, origin: 'https://evil.test', secFetchSite: 'cross-site' }), siblings)).toBeUndefined();
   });
 
-  it.each(['POST', 'PUT', 'PATCH', 'DELETE'])('lets %s from the request\'s own origin pass', (method) => {
+  it.each(['POST', 'PUT', 'PATCH', 'DELETE'])("lets %s from the request's own origin pass", (method) => {
     expect(checkRequestOrigin(facts({ method, origin: own, secFetchSite: 'same-origin' }), siblings)).toBeUndefined();
   });
 
@@ -30,7 +30,9 @@ describe('checkRequestOrigin', () => {
   });
 
   it('refuses an unlisted sibling subdomain', () => {
-    expect(checkRequestOrigin(facts({ origin: 'https://blog.example.test', secFetchSite: 'same-site' }), siblings)).toBe('origin-not-allowed');
+    expect(checkRequestOrigin(facts({ origin: 'https://blog.example.test', secFetchSite: 'same-site' }), siblings)).toBe(
+      'origin-not-allowed',
+    );
   });
 
   it('refuses another site', () => {
@@ -50,7 +52,7 @@ describe('checkRequestOrigin', () => {
     expect(checkRequestOrigin(facts({ origin: 'https://shop.example.test:8443' }), siblings)).toBe('origin-not-allowed');
   });
 
-  it('falls back to the Referer\'s origin without Origin', () => {
+  it("falls back to the Referer's origin without Origin", () => {
     expect(checkRequestOrigin(facts({ referer: 'https://shop.example.test/cart?x=1' }), siblings)).toBeUndefined();
     expect(checkRequestOrigin(facts({ referer: 'https://evil.test/page' }), siblings)).toBe('referer-not-allowed');
     expect(checkRequestOrigin(facts({ referer: 'not a url' }), siblings)).toBe('referer-not-allowed');
@@ -111,7 +113,9 @@ describe('the CSRF check inside requireSession', () => {
   beforeAll(async () => {
     redis = await testRedisStore('csrf');
     shop = await startSsoApp(ssoSession(ssoOptions({ store: redis.store })));
-    lenient = await startSsoApp(ssoSession(ssoOptions({ store: redis.store })), { require: { csrf: { allowedOrigins: ['https://admin.example.test'] } } });
+    lenient = await startSsoApp(ssoSession(ssoOptions({ store: redis.store })), {
+      require: { csrf: { allowedOrigins: ['https://admin.example.test'] } },
+    });
     cookie = await loginAs(shop.server, 'shop.example.test', { id: 'ada' });
   });
   afterAll(async () => {
@@ -127,7 +131,11 @@ describe('the CSRF check inside requireSession', () => {
   });
 
   it('refuses a logged-in POST from a sibling subdomain that is not listed', async () => {
-    expectProblem(await order(shop.server).set('Origin', 'https://admin.example.test').set('Sec-Fetch-Site', 'same-site'), 403, 'csrf_origin');
+    expectProblem(
+      await order(shop.server).set('Origin', 'https://admin.example.test').set('Sec-Fetch-Site', 'same-site'),
+      403,
+      'csrf_origin',
+    );
   });
 
   it('accepts the sibling once it is listed', async () => {

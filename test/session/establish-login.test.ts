@@ -20,10 +20,14 @@ describe('establishLogin', () => {
           res.status(204).end();
         });
         app.post('/login-with-data', async (req, res) => {
-          await establishLogin(req, { id: 'oidc-user', name: 'O', roles: ['r'], method: 'oidc', attributes: { issuer: 'https://idp.test' } }, {
-            tags: ['oidc-sid:https://idp.test|sid-1'],
-            data: { oidc: { provider: 'idp', sid: 'sid-1' } },
-          });
+          await establishLogin(
+            req,
+            { id: 'oidc-user', name: 'O', roles: ['r'], method: 'oidc', attributes: { issuer: 'https://idp.test' } },
+            {
+              tags: ['oidc-sid:https://idp.test|sid-1'],
+              data: { oidc: { provider: 'idp', sid: 'sid-1' } },
+            },
+          );
           res.status(204).end();
         });
         app.get('/session-data', (req, res) => {
@@ -63,7 +67,11 @@ describe('establishLogin', () => {
     const other = await loginAs(shop.server, 'shop.example.test', { id: 'oidc-user' });
     expect(await redis.client.smembers(`${redis.prefix}session-tags:{oidc-sid:https://idp.test|sid-1}`)).toContain(sessionIdOf(cookie));
     expect(await sso.manager.destroyByTag('oidc-sid:https://idp.test|sid-1')).toBeGreaterThanOrEqual(1);
-    expectProblem(await via(shop.server, 'shop.example.test', 'get', '/me', cookie).set('Accept', 'application/json'), 401, 'session_required');
+    expectProblem(
+      await via(shop.server, 'shop.example.test', 'get', '/me', cookie).set('Accept', 'application/json'),
+      401,
+      'session_required',
+    );
     // A session of the same user without that tag lives on.
     expect((await via(shop.server, 'shop.example.test', 'get', '/me', other)).status).toBe(200);
     expect(await sso.manager.destroyByTag('oidc-sid:https://idp.test|sid-1')).toBe(0);

@@ -41,8 +41,20 @@ describe('logout and logoutEverywhere', () => {
     const out = await via(shop.server, 'shop.example.test', 'post', '/logout', cookie);
     const line = sessionSetCookieLine(out)!;
     expect(line).toMatch(/^sso\.sid=;/);
-    const attributes = line.split(';').slice(1).map((part) => part.trim().toLowerCase());
-    expect(attributes).toEqual(expect.arrayContaining(['domain=example.test', 'path=/', 'httponly', 'secure', 'samesite=lax', 'expires=thu, 01 jan 1970 00:00:00 gmt']));
+    const attributes = line
+      .split(';')
+      .slice(1)
+      .map((part) => part.trim().toLowerCase());
+    expect(attributes).toEqual(
+      expect.arrayContaining([
+        'domain=example.test',
+        'path=/',
+        'httponly',
+        'secure',
+        'samesite=lax',
+        'expires=thu, 01 jan 1970 00:00:00 gmt',
+      ]),
+    );
   });
 
   it('removes the logged-out session from the user index', async () => {
@@ -64,11 +76,18 @@ describe('logout and logoutEverywhere', () => {
     const second = await loginAs(admin.server, 'admin.example.test', { id: 'dave' });
     const third = await loginAs(blog.server, 'blog.example.test', { id: 'dave' });
     const someoneElse = await loginAs(shop.server, 'shop.example.test', { id: 'erin' });
-    const res = await via(admin.server, 'admin.example.test', 'post', '/logout-everywhere', second).set('Origin', 'https://admin.example.test');
+    const res = await via(admin.server, 'admin.example.test', 'post', '/logout-everywhere', second).set(
+      'Origin',
+      'https://admin.example.test',
+    );
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ ended: 3 });
     expect(sessionSetCookieLine(res)).toMatch(/^sso\.sid=;/);
-    for (const [server, host, cookie] of [[shop.server, 'shop.example.test', first], [admin.server, 'admin.example.test', second], [blog.server, 'blog.example.test', third]] as const) {
+    for (const [server, host, cookie] of [
+      [shop.server, 'shop.example.test', first],
+      [admin.server, 'admin.example.test', second],
+      [blog.server, 'blog.example.test', third],
+    ] as const) {
       expectProblem(await via(server, host, 'get', '/me', cookie).set('Accept', JSON_ACCEPT), 401, 'session_required');
     }
     expect((await via(shop.server, 'shop.example.test', 'get', '/me', someoneElse)).status).toBe(200);

@@ -86,7 +86,12 @@ describe('createRedirectPolicy', () => {
   });
 
   it('accepts http targets and listed ports only when told to', () => {
-    const development = createRedirectPolicy({ parentDomain: 'sso.localhost', defaultUrl: 'http://shop.sso.localhost:3000/', allowHttp: true, allowedPorts: [3000] });
+    const development = createRedirectPolicy({
+      parentDomain: 'sso.localhost',
+      defaultUrl: 'http://shop.sso.localhost:3000/',
+      allowHttp: true,
+      allowedPorts: [3000],
+    });
     expect(development.isSafe('http://admin.sso.localhost:3000/x')).toBe(true);
     expect(development.isSafe('http://admin.sso.localhost:3001/x')).toBe(false);
   });

@@ -47,7 +47,9 @@ describe('requireSession', () => {
     });
 
     it('answers 401, never a redirect, to a POST that accepts HTML', async () => {
-      const res = await via(shop.server, 'shop.example.test', 'post', '/orders').set('Accept', BROWSER_ACCEPT).set('Origin', 'https://shop.example.test');
+      const res = await via(shop.server, 'shop.example.test', 'post', '/orders')
+        .set('Accept', BROWSER_ACCEPT)
+        .set('Origin', 'https://shop.example.test');
       expectProblem(res, 401, 'session_required');
     });
 
@@ -64,7 +66,11 @@ describe('requireSession', () => {
       app.use(ssoSession(ssoOptions({ store: redis.store, secureCookie: false, allowInsecureCookieForLocalDevelopment: true })));
       app.get('/me', requireSession(), (_req, res) => res.end());
       app.use(errorHandler({ log: false }));
-      const res = await request(app).get('/me').set('Host', 'shop.example.test').set('X-Forwarded-Proto', 'https').set('Accept', BROWSER_ACCEPT);
+      const res = await request(app)
+        .get('/me')
+        .set('Host', 'shop.example.test')
+        .set('X-Forwarded-Proto', 'https')
+        .set('Accept', BROWSER_ACCEPT);
       expect(new URL(res.headers.location!).searchParams.get('return_to')).toBe('http://shop.example.test/me');
     });
 
@@ -73,8 +79,14 @@ describe('requireSession', () => {
       app.set('trust proxy', 'loopback');
       app.use(ssoSession(ssoOptions({ store: redis.store })));
       app.get('/me', requireSession({ loginUrl: 'https://auth.example.test/signin?lang=en' }), (_req, res) => res.end());
-      const res = await request(app).get('/me').set('Host', 'shop.example.test').set('X-Forwarded-Proto', 'https').set('Accept', BROWSER_ACCEPT);
-      expect(res.headers.location).toMatch(/^https:\/\/auth\.example\.test\/signin\?lang=en&return_to=https%3A%2F%2Fshop\.example\.test%2Fme$/);
+      const res = await request(app)
+        .get('/me')
+        .set('Host', 'shop.example.test')
+        .set('X-Forwarded-Proto', 'https')
+        .set('Accept', BROWSER_ACCEPT);
+      expect(res.headers.location).toMatch(
+        /^https:\/\/auth\.example\.test\/signin\?lang=en&return_to=https%3A%2F%2Fshop\.example\.test%2Fme$/,
+      );
     });
   });
 

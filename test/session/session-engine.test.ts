@@ -33,7 +33,10 @@ describe('session cookie signatures', () => {
   });
 
   it.each([
-    ['every one-character change of the signature', (value: string, position: number) => `${value.slice(0, position)}${value[position] === 'A' ? 'B' : 'A'}${value.slice(position + 1)}`],
+    [
+      'every one-character change of the signature',
+      (value: string, position: number) => `${value.slice(0, position)}${value[position] === 'A' ? 'B' : 'A'}${value.slice(position + 1)}`,
+    ],
   ])('refuses %s', (_name, mutate) => {
     const signatureStart = valid.lastIndexOf('.') + 1;
     for (let position = signatureStart; position < valid.length; position += 1) {

@@ -89,7 +89,11 @@ describe('KeyValueSessionStore (MemoryStore path)', () => {
       expect((await via(admin.server, 'admin.example.test', 'get', '/me', cookie)).status).toBe(200);
       expect(await sso.manager.listSessions('ada')).toHaveLength(1);
       await via(admin.server, 'admin.example.test', 'post', '/logout', cookie);
-      expectProblem(await via(shop.server, 'shop.example.test', 'get', '/me', cookie).set('Accept', 'application/json'), 401, 'session_required');
+      expectProblem(
+        await via(shop.server, 'shop.example.test', 'get', '/me', cookie).set('Accept', 'application/json'),
+        401,
+        'session_required',
+      );
     } finally {
       await shop.close();
       await admin.close();
@@ -107,7 +111,10 @@ function gate(): { entered: Promise<void>; enter: () => void; release: () => voi
   return { entered, enter, release, released };
 }
 
-describe.each([['Redis', 'redis'], ['MemoryStore', 'memory']] as const)('concurrent saves of one session (%s)', (_name, kind) => {
+describe.each([
+  ['Redis', 'redis'],
+  ['MemoryStore', 'memory'],
+] as const)('concurrent saves of one session (%s)', (_name, kind) => {
   const host = 'shop.example.test';
   let redis: Awaited<ReturnType<typeof testRedisStore>> | undefined;
   let app: Awaited<ReturnType<typeof startSsoApp>>;
@@ -166,9 +173,13 @@ describe.each([['Redis', 'redis'], ['MemoryStore', 'memory']] as const)('concurr
 
   it('keeps the changes of two overlapping requests that changed different fields', async () => {
     const cookie = await loginAs(app.server, host, { id: 'ada' });
-    await holdWhile(cookie, (name) => `/held/${name}/x/from-a`, async () => {
-      expect((await via(app.server, host, 'get', '/set/y/from-b', cookie)).status).toBe(204);
-    });
+    await holdWhile(
+      cookie,
+      (name) => `/held/${name}/x/from-a`,
+      async () => {
+        expect((await via(app.server, host, 'get', '/set/y/from-b', cookie)).status).toBe(204);
+      },
+    );
     const fields = await via(app.server, host, 'get', '/fields', cookie);
     expect(fields.body).toMatchObject({ x: 'from-a', y: 'from-b', user: 'ada' });
   });
@@ -176,26 +187,38 @@ describe.each([['Redis', 'redis'], ['MemoryStore', 'memory']] as const)('concurr
   it('keeps tokens refreshed by another request while a touch-only request was in flight', async () => {
     const cookie = await loginAs(app.server, host, { id: 'ada' });
     await via(app.server, host, 'get', '/refresh-tokens/first', cookie);
-    await holdWhile(cookie, (name) => `/held-touch/${name}`, async () => {
-      expect((await via(app.server, host, 'get', '/refresh-tokens/second', cookie)).status).toBe(204);
-    });
+    await holdWhile(
+      cookie,
+      (name) => `/held-touch/${name}`,
+      async () => {
+        expect((await via(app.server, host, 'get', '/refresh-tokens/second', cookie)).status).toBe(204);
+      },
+    );
     const fields = await via(app.server, host, 'get', '/fields', cookie);
     expect(fields.body.oidc).toEqual({ provider: 'corp', accessToken: 'second', refreshToken: 'rt-second' });
   });
 
   it('lets the later change of one field win when both requests changed it', async () => {
     const cookie = await loginAs(app.server, host, { id: 'ada' });
-    await holdWhile(cookie, (name) => `/held/${name}/x/from-a`, async () => {
-      expect((await via(app.server, host, 'get', '/set/x/from-b', cookie)).status).toBe(204);
-    });
+    await holdWhile(
+      cookie,
+      (name) => `/held/${name}/x/from-a`,
+      async () => {
+        expect((await via(app.server, host, 'get', '/set/x/from-b', cookie)).status).toBe(204);
+      },
+    );
     expect((await via(app.server, host, 'get', '/fields', cookie)).body.x).toBe('from-a');
   });
 
   it('does not bring back a session logged out while a request that changed it was in flight', async () => {
     const cookie = await loginAs(app.server, host, { id: 'ada' });
-    await holdWhile(cookie, (name) => `/held/${name}/x/from-a`, async () => {
-      expect((await via(app.server, host, 'post', '/logout', cookie).set('Origin', `https://${host}`)).status).toBe(204);
-    });
+    await holdWhile(
+      cookie,
+      (name) => `/held/${name}/x/from-a`,
+      async () => {
+        expect((await via(app.server, host, 'post', '/logout', cookie).set('Origin', `https://${host}`)).status).toBe(204);
+      },
+    );
     const fields = await via(app.server, host, 'get', '/fields', cookie);
     expect(fields.body).toEqual({ x: null, y: null, oidc: null, user: null });
     if (redis) expect(await redis.client.exists(`${redis.prefix}sess:${sessionIdOf(cookie)}`)).toBe(0);
@@ -209,13 +232,21 @@ describe('mergeSessionChanges', () => {
     const mine = { cookie: { path: '/' }, user: 'ada', x: 2, meta: { createdAt: 1, lastSeenAt: 10, tags: ['a'] } };
     const stored = { cookie: { path: '/' }, user: 'ada', x: 1, gone: true, y: 'new', meta: { createdAt: 1, lastSeenAt: 10, tags: ['b'] } };
     expect(mergeSessionChanges(loaded, mine, stored)).toEqual({
-      cookie: { path: '/' }, user: 'ada', x: 2, y: 'new', meta: { createdAt: 1, lastSeenAt: 10, tags: ['b'] },
+      cookie: { path: '/' },
+      user: 'ada',
+      x: 2,
+      y: 'new',
+      meta: { createdAt: 1, lastSeenAt: 10, tags: ['b'] },
     });
   });
 
   it('keeps the later lastSeenAt, whichever side it comes from', () => {
     const mine = { ...loaded, meta: { ...loaded.meta, lastSeenAt: 20 } };
-    expect(mergeSessionChanges(loaded, mine, { ...loaded, meta: { ...loaded.meta, lastSeenAt: 30 } }).meta).toMatchObject({ lastSeenAt: 30 });
-    expect(mergeSessionChanges(loaded, mine, { ...loaded, meta: { ...loaded.meta, lastSeenAt: 15 } }).meta).toMatchObject({ lastSeenAt: 20 });
+    expect(mergeSessionChanges(loaded, mine, { ...loaded, meta: { ...loaded.meta, lastSeenAt: 30 } }).meta).toMatchObject({
+      lastSeenAt: 30,
+    });
+    expect(mergeSessionChanges(loaded, mine, { ...loaded, meta: { ...loaded.meta, lastSeenAt: 15 } }).meta).toMatchObject({
+      lastSeenAt: 20,
+    });
   });
 });

@@ -23,9 +23,12 @@ describe('sessionsResource', () => {
 
   const list = (cookie: string) => via(shop.server, 'shop.example.test', 'get', '/account/sessions', cookie).set('Accept', JSON_ACCEPT);
   const remove = (cookie: string, id: string) =>
-    via(shop.server, 'shop.example.test', 'delete', `/account/sessions/${encodeURIComponent(id)}`, cookie).set('Origin', 'https://shop.example.test');
+    via(shop.server, 'shop.example.test', 'delete', `/account/sessions/${encodeURIComponent(id)}`, cookie).set(
+      'Origin',
+      'https://shop.example.test',
+    );
 
-  it('GET lists the user\'s sessions, marks the current one, and never shows a raw session id', async () => {
+  it("GET lists the user's sessions, marks the current one, and never shows a raw session id", async () => {
     const onShop = await loginAs(shop.server, 'shop.example.test', { id: 'ada' });
     const onAdmin = await loginAs(admin.server, 'admin.example.test', { id: 'ada' });
     await loginAs(shop.server, 'shop.example.test', { id: 'someone-else' });
@@ -71,7 +74,7 @@ describe('sessionsResource', () => {
     expectProblem(await list(mine), 401, 'session_required');
   });
 
-  it('DELETE of another user\'s session id is 404 and changes nothing', async () => {
+  it("DELETE of another user's session id is 404 and changes nothing", async () => {
     const victim = await loginAs(shop.server, 'shop.example.test', { id: 'dave' });
     const victimHandle = (await list(victim)).body[0].id;
     const attacker = await loginAs(shop.server, 'shop.example.test', { id: 'mallory' });
@@ -85,8 +88,16 @@ describe('sessionsResource', () => {
   });
 
   it('answers 401 without a login, also to a browser navigation', async () => {
-    expectProblem(await via(shop.server, 'shop.example.test', 'get', '/account/sessions').set('Accept', JSON_ACCEPT), 401, 'session_required');
-    expectProblem(await via(shop.server, 'shop.example.test', 'get', '/account/sessions').set('Accept', 'text/html,*/*;q=0.8'), 401, 'session_required');
+    expectProblem(
+      await via(shop.server, 'shop.example.test', 'get', '/account/sessions').set('Accept', JSON_ACCEPT),
+      401,
+      'session_required',
+    );
+    expectProblem(
+      await via(shop.server, 'shop.example.test', 'get', '/account/sessions').set('Accept', 'text/html,*/*;q=0.8'),
+      401,
+      'session_required',
+    );
     expectProblem(await remove('', 'AAAAAAAAAAAAAAAAAAAAAA'), 401, 'session_required');
   });
 
@@ -104,7 +115,9 @@ describe('sessionsResource', () => {
     const mine = await loginAs(shop.server, 'shop.example.test', { id: 'gina' });
     const other = await loginAs(admin.server, 'admin.example.test', { id: 'gina' });
     const target = (await list(mine)).body.find((entry: { current: boolean }) => !entry.current);
-    const res = await via(shop.server, 'shop.example.test', 'delete', `/account/sessions/${target.id}`, mine).set('Origin', 'https://evil.test').set('Sec-Fetch-Site', 'cross-site');
+    const res = await via(shop.server, 'shop.example.test', 'delete', `/account/sessions/${target.id}`, mine)
+      .set('Origin', 'https://evil.test')
+      .set('Sec-Fetch-Site', 'cross-site');
     expectProblem(res, 403, 'csrf_origin');
     expect((await via(admin.server, 'admin.example.test', 'get', '/me', other)).status).toBe(200);
   });

@@ -35,6 +35,8 @@ describe('sso runtime', () => {
   });
 
   it('names ssoSession when a function runs without it', () => {
-    expect(() => runtimeOf({} as express.Request, 'logout')).toThrow('logout: no shared session on this request; mount app.use(ssoSession({...})) before logout');
+    expect(() => runtimeOf({} as express.Request, 'logout')).toThrow(
+      'logout: no shared session on this request; mount app.use(ssoSession({...})) before logout',
+    );
   });
 });

@@ -31,10 +31,18 @@ describe('ssoSession across subdomains', () => {
   });
 
   it('sets the cookie HttpOnly, Secure, SameSite=Lax on the parent domain with Path=/', async () => {
-    const res = await via(shop.server, 'shop.example.test', 'post', '/login').send({ id: 'bob', name: 'Bob', roles: [], method: 'password' });
+    const res = await via(shop.server, 'shop.example.test', 'post', '/login').send({
+      id: 'bob',
+      name: 'Bob',
+      roles: [],
+      method: 'password',
+    });
     const line = sessionSetCookieLine(res)!;
     expect(line).toBeDefined();
-    const attributes = line.split(';').slice(1).map((part) => part.trim().toLowerCase());
+    const attributes = line
+      .split(';')
+      .slice(1)
+      .map((part) => part.trim().toLowerCase());
     expect(attributes).toEqual(expect.arrayContaining(['domain=example.test', 'path=/', 'httponly', 'secure', 'samesite=lax']));
     expect(attributes.some((part) => part.startsWith('expires=') || part.startsWith('max-age='))).toBe(false);
   });
@@ -111,7 +119,11 @@ describe('ssoSession lifetimes', () => {
     await redis.cleanup();
   });
 
-  async function appWith(options: { idleTimeoutSeconds: number; absoluteTimeoutSeconds: number; touchAfterSeconds: number }): Promise<Server> {
+  async function appWith(options: {
+    idleTimeoutSeconds: number;
+    absoluteTimeoutSeconds: number;
+    touchAfterSeconds: number;
+  }): Promise<Server> {
     const started = await startSsoApp(ssoSession(ssoOptions({ store: redis.store, ...options })));
     servers.push(started);
     return started.server;
@@ -205,7 +217,10 @@ describe('ssoSession writes to Redis', () => {
   // Counted by the private server itself, so nothing else writing to it can blur the figure.
   async function writes(): Promise<number> {
     const stats = await admin.info('commandstats');
-    return [...stats.matchAll(/^cmdstat_(set|setex|psetex|expire|pexpire|del|getdel):calls=(\d+)/gm)].reduce((sum, match) => sum + Number(match[2]), 0);
+    return [...stats.matchAll(/^cmdstat_(set|setex|psetex|expire|pexpire|del|getdel):calls=(\d+)/gm)].reduce(
+      (sum, match) => sum + Number(match[2]),
+      0,
+    );
   }
   async function reads(): Promise<number> {
     return Number(/^cmdstat_get:calls=(\d+)/m.exec(await admin.info('commandstats'))?.[1] ?? 0);
@@ -256,8 +271,16 @@ describe('ssoSession during a Redis outage', () => {
     // A navigation is not sent to the login page either: the user is not logged out.
     expect(down.headers.location).toBeUndefined();
     expectProblem(await via(shop.server, 'shop.example.test', 'get', '/public', cookie), 503, 'store_unavailable');
-    expectProblem(await via(shop.server, 'shop.example.test', 'post', '/login').send({ id: 'bob', name: 'Bob', roles: [], method: 'password' }), 503, 'store_unavailable');
-    expectProblem(await via(shop.server, 'shop.example.test', 'get', '/account/sessions', cookie).set('Accept', 'application/json'), 503, 'store_unavailable');
+    expectProblem(
+      await via(shop.server, 'shop.example.test', 'post', '/login').send({ id: 'bob', name: 'Bob', roles: [], method: 'password' }),
+      503,
+      'store_unavailable',
+    );
+    expectProblem(
+      await via(shop.server, 'shop.example.test', 'get', '/account/sessions', cookie).set('Accept', 'application/json'),
+      503,
+      'store_unavailable',
+    );
     // Logout cannot be confirmed either: 503, and the cookie is not cleared as if it had worked.
     const out = await via(shop.server, 'shop.example.test', 'post', '/logout', cookie).set('Origin', 'https://shop.example.test');
     expectProblem(out, 503, 'store_unavailable');
@@ -310,8 +333,14 @@ describe('ssoSession options', () => {
     [{ cookieName: 'bad name' }, /cookieName must be a cookie token/],
     [{ cookieName: '__Host-sid' }, /cannot start with "__Host-"/],
     [{ idleTimeoutSeconds: 0 }, /idleTimeoutSeconds must be a positive number of seconds/],
-    [{ idleTimeoutSeconds: 600, absoluteTimeoutSeconds: 300 }, /absoluteTimeoutSeconds \(300\) must be at least idleTimeoutSeconds \(600\)/],
-    [{ idleTimeoutSeconds: 60, touchAfterSeconds: 60 }, /touchAfterSeconds must be a number of seconds from 0 up to below idleTimeoutSeconds \(60\)/],
+    [
+      { idleTimeoutSeconds: 600, absoluteTimeoutSeconds: 300 },
+      /absoluteTimeoutSeconds \(300\) must be at least idleTimeoutSeconds \(600\)/,
+    ],
+    [
+      { idleTimeoutSeconds: 60, touchAfterSeconds: 60 },
+      /touchAfterSeconds must be a number of seconds from 0 up to below idleTimeoutSeconds \(60\)/,
+    ],
     [{ loginUrl: '/login' }, /loginUrl must be an absolute URL/],
     [{ loginUrl: 'http://auth.example.test/login' }, /loginUrl must use https/],
     [{ loginUrl: 'https://auth.other.test/login' }, /loginUrl must be on example.test or a subdomain/],
@@ -334,21 +363,33 @@ describe('ssoSession options', () => {
 
   it('detects app.use(ssoSession) written for app.use(ssoSession({...}))', () => {
     const misuse = ssoSession as unknown as (a: unknown, b: unknown, c: unknown) => unknown;
-    expect(() => misuse({ method: 'GET', headers: {}, socket: {} }, {}, () => undefined)).toThrow(/write app\.use\(ssoSession\(\{ \.\.\. \}\)\)/);
+    expect(() => misuse({ method: 'GET', headers: {}, socket: {} }, {}, () => undefined)).toThrow(
+      /write app\.use\(ssoSession\(\{ \.\.\. \}\)\)/,
+    );
   });
 
   it('allows an insecure cookie for local development only when confirmed, with one warning', () => {
     const warn = jest.spyOn(console, 'warn').mockImplementation(() => undefined);
-    const options = { ...base, cookieDomain: 'sso.localhost', loginUrl: 'http://auth.sso.localhost:3000/login', secureCookie: false, allowInsecureCookieForLocalDevelopment: true };
+    const options = {
+      ...base,
+      cookieDomain: 'sso.localhost',
+      loginUrl: 'http://auth.sso.localhost:3000/login',
+      secureCookie: false,
+      allowInsecureCookieForLocalDevelopment: true,
+    };
     expect(ssoSession(options).context.cookie.secure).toBe(false);
     ssoSession(options);
     expect(warn.mock.calls.length).toBeLessThanOrEqual(1);
     warn.mockRestore();
   });
 
-  it('does not mutate the caller\'s options', () => {
+  it("does not mutate the caller's options", () => {
     const secrets = [TEST_SECRET];
-    const options = Object.freeze({ ...base, secret: Object.freeze(secrets), allowedRedirectOrigins: Object.freeze(['https://partner.example.net']) });
+    const options = Object.freeze({
+      ...base,
+      secret: Object.freeze(secrets),
+      allowedRedirectOrigins: Object.freeze(['https://partner.example.net']),
+    });
     expect(() => ssoSession(options as SsoSessionOptions)).not.toThrow();
     expect(secrets).toEqual([TEST_SECRET]);
   });
@@ -365,4 +406,3 @@ describe('ssoSession options', () => {
     expect(sso.context.redirects.defaultUrl).toBe('https://auth.example.test/');
   });
 });
-

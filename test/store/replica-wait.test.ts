@@ -101,11 +101,17 @@ describe('RedisStore waitForReplicas', () => {
   });
 
   it('waits for one replica by default on a connection through Sentinel, and not with false or a direct URL', () => {
-    const throughSentinel = createRedisConnection({ sentinel: { sentinels: [{ host: '127.0.0.1', port: master.port }], name: 'unused' }, redisOptions: { lazyConnect: true } });
+    const throughSentinel = createRedisConnection({
+      sentinel: { sentinels: [{ host: '127.0.0.1', port: master.port }], name: 'unused' },
+      redisOptions: { lazyConnect: true },
+    });
     try {
       expect(new RedisStore(throughSentinel).waitForReplicas).toEqual({ replicas: 1, timeoutMs: 500 });
       expect(new RedisStore(throughSentinel, { waitForReplicas: false }).waitForReplicas).toBeUndefined();
-      expect(new RedisStore(throughSentinel, { waitForReplicas: { replicas: 2, timeoutMs: 900 } }).waitForReplicas).toEqual({ replicas: 2, timeoutMs: 900 });
+      expect(new RedisStore(throughSentinel, { waitForReplicas: { replicas: 2, timeoutMs: 900 } }).waitForReplicas).toEqual({
+        replicas: 2,
+        timeoutMs: 900,
+      });
     } finally {
       throughSentinel.disconnect();
     }
@@ -167,7 +173,10 @@ describe('RedisStore waitForReplicas', () => {
     it('logout everywhere no replica confirmed answers 503', async () => {
       const cookie = await loginAs(shop.server, 'shop.example.test', { id: 'everywhere' });
       await stopReplica();
-      const res = await via(shop.server, 'shop.example.test', 'post', '/logout-everywhere', cookie).set('Origin', 'https://shop.example.test');
+      const res = await via(shop.server, 'shop.example.test', 'post', '/logout-everywhere', cookie).set(
+        'Origin',
+        'https://shop.example.test',
+      );
       expectProblem(res, 503, 'store_unavailable');
     });
 

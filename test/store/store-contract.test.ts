@@ -5,10 +5,13 @@ import { startPrivateRedis, testRedisStore } from '../helpers/redis';
 type Harness = { store: KeyValueStore; cleanup: () => Promise<void> };
 
 const implementations: Array<[string, () => Promise<Harness>]> = [
-  ['MemoryStore', async () => {
-    const store = new MemoryStore();
-    return { store, cleanup: () => store.close() };
-  }],
+  [
+    'MemoryStore',
+    async () => {
+      const store = new MemoryStore();
+      return { store, cleanup: () => store.close() };
+    },
+  ],
   ['RedisStore', async () => testRedisStore('contract')],
 ];
 

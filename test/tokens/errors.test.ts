@@ -3,7 +3,12 @@ import { KeySourceUnavailable, KeySourceUnavailableError, RefreshTokenError, Tok
 describe('token errors', () => {
   it('carry a stable reason and a message without internals', () => {
     const error = new TokenError('missing_claim', 'exp');
-    expect([error.name, error.reason, error.claim, error.message]).toEqual(['TokenError', 'missing_claim', 'exp', 'the token lacks a required claim (exp)']);
+    expect([error.name, error.reason, error.claim, error.message]).toEqual([
+      'TokenError',
+      'missing_claim',
+      'exp',
+      'the token lacks a required claim (exp)',
+    ]);
     expect(new TokenError('bad_signature').message).toBe('the token signature is invalid');
   });
 

@@ -2,7 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { JwksCache, KeySourceUnavailableError, TokenError } from '../../lib/tokens';
 import { ecPair, rsaPair, startJwksServer, type JwksServer } from '../helpers/jose-tokens';
 
-const jwkOf = (key: ReturnType<typeof rsaPair>['publicKey'], extra: Record<string, unknown>) => ({ ...key.export({ format: 'jwk' }), ...extra });
+const jwkOf = (key: ReturnType<typeof rsaPair>['publicKey'], extra: Record<string, unknown>) => ({
+  ...key.export({ format: 'jwk' }),
+  ...extra,
+});
 
 async function rejection(promise: Promise<unknown>): Promise<unknown> {
   try {
@@ -64,7 +67,11 @@ describe('JwksCache', () => {
   it('binds a published key to its alg, and infers the algs of a key without alg', async () => {
     const ec = ecPair();
     server.jwks = {
-      keys: [jwkOf(first.publicKey, { kid: 'rs', alg: 'RS256' }), jwkOf(second.publicKey, { kid: 'any-rsa' }), jwkOf(ec.publicKey, { kid: 'ec' })],
+      keys: [
+        jwkOf(first.publicKey, { kid: 'rs', alg: 'RS256' }),
+        jwkOf(second.publicKey, { kid: 'any-rsa' }),
+        jwkOf(ec.publicKey, { kid: 'ec' }),
+      ],
     };
     const cache = new JwksCache({ uri: server.jwksUri, cooldownMs: 60_000 });
     await expect(cache.getKey('rs', 'PS256')).rejects.toMatchObject({ reason: 'alg_mismatch' });

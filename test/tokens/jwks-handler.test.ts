@@ -45,11 +45,14 @@ describe('jwksHandler', () => {
   });
 
   it('publishes only public members and never the HS secret', async () => {
-    const res = await request(appFor(keys)).get('/.well-known/jwks.json').buffer(true).parse((r, cb) => {
-      let text = '';
-      r.on('data', (chunk: Buffer) => (text += chunk.toString()));
-      r.on('end', () => cb(null, text));
-    });
+    const res = await request(appFor(keys))
+      .get('/.well-known/jwks.json')
+      .buffer(true)
+      .parse((r, cb) => {
+        let text = '';
+        r.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        r.on('end', () => cb(null, text));
+      });
     const text = res.body as string;
     expect(JSON.parse(text).keys.map((key: { kid: string }) => key.kid)).toEqual(['rs-new', 'es-old']);
     expect(text).not.toMatch(/"(d|p|q|dp|dq|qi|k)"/);

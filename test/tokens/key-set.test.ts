@@ -43,12 +43,20 @@ describe('KeySet validation', () => {
     for (const kid of ['../../etc/passwd', "' OR 1=1 --", '', 'a'.repeat(129), 'a b']) {
       expect(() => new KeySet([{ kid, alg: 'HS256', secret }])).toThrow(/kid must be/);
     }
-    expect(() => new KeySet([{ kid: 'a', alg: 'HS256', secret }, { kid: 'a', alg: 'HS256', secret }])).toThrow(/appears twice/);
+    expect(
+      () =>
+        new KeySet([
+          { kid: 'a', alg: 'HS256', secret },
+          { kid: 'a', alg: 'HS256', secret },
+        ]),
+    ).toThrow(/appears twice/);
     expect(() => new KeySet([{ kid: 'a', alg: 'HS256', secret }], { activeKid: 'b' })).toThrow(/activeKid "b"/);
   });
 
   it('refuses a public key that does not belong to the private key', () => {
-    expect(() => new KeySet([{ kid: 'k', alg: 'ES256', privateKey: ecPair().privateKey, publicKey: ecPair().publicKey }])).toThrow(/does not belong/);
+    expect(() => new KeySet([{ kid: 'k', alg: 'ES256', privateKey: ecPair().privateKey, publicKey: ecPair().publicKey }])).toThrow(
+      /does not belong/,
+    );
   });
 
   it('refuses an empty definition list', () => {
@@ -100,7 +108,9 @@ describe('KeySet rotation and lookup', () => {
   });
 
   it('refuses an activeKid that has only a public key', () => {
-    expect(() => new KeySet([{ kid: 'old', alg: 'ES256', publicKey: previous.publicKey }], { activeKid: 'old' })).toThrow(/only a public key/);
+    expect(() => new KeySet([{ kid: 'old', alg: 'ES256', publicKey: previous.publicKey }], { activeKid: 'old' })).toThrow(
+      /only a public key/,
+    );
     expect(() => new KeySet([{ kid: 'old', alg: 'ES256', publicKey: previous.publicKey }]).signingKey).toThrow(/no signing key/);
   });
 });

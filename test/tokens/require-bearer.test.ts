@@ -7,7 +7,16 @@ import { errorHandler } from '../../lib/http';
 import { StoreUnavailableError } from '../../lib/store';
 import { KeySet, requireBearer, type KeyResolver, type RequireBearerOptions } from '../../lib/tokens';
 import { buildAttackCorpus, createAttackTarget, mintValid, type Attack, type AttackTarget } from '../helpers/jwt-attacks';
-import { ecPair, loadJose, nowSeconds, rsaPair, startHttpServer, startJwksServer, type JwksServer, type TestHttpServer } from '../helpers/jose-tokens';
+import {
+  ecPair,
+  loadJose,
+  nowSeconds,
+  rsaPair,
+  startHttpServer,
+  startJwksServer,
+  type JwksServer,
+  type TestHttpServer,
+} from '../helpers/jose-tokens';
 import { expectProblem } from '../helpers/problem';
 
 const issuer = 'https://auth.example.test';
@@ -19,7 +28,11 @@ async function serve(options: RequireBearerOptions, configure?: (app: express.Ex
   const app = express();
   configure?.(app);
   app.all('/api', requireBearer(options), (req: Request, res: Response) => {
-    res.json({ claims: req.auth?.claims, header: req.auth?.header, tokenMatches: req.auth?.token === (req.headers.authorization ?? '').slice(7) });
+    res.json({
+      claims: req.auth?.claims,
+      header: req.auth?.header,
+      tokenMatches: req.auth?.token === (req.headers.authorization ?? '').slice(7),
+    });
   });
   app.use(errorHandler({ log: false }));
   // A larger header limit than Node's 16 KB default, so the middleware's own size limit is what a 16 KB token meets.
@@ -43,10 +56,23 @@ afterAll(async () => {
 
 const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
 
-async function mint(key: KeyObject, alg: string, claims: Record<string, unknown> = {}, header: Record<string, unknown> = {}): Promise<string> {
+async function mint(
+  key: KeyObject,
+  alg: string,
+  claims: Record<string, unknown> = {},
+  header: Record<string, unknown> = {},
+): Promise<string> {
   const jose = await loadJose();
   const now = nowSeconds();
-  return new jose.SignJWT({ iss: issuer, aud: audience, sub: 'alice', iat: now, exp: now + 600, scope: 'orders:read orders:write', ...claims })
+  return new jose.SignJWT({
+    iss: issuer,
+    aud: audience,
+    sub: 'alice',
+    iat: now,
+    exp: now + 600,
+    scope: 'orders:read orders:write',
+    ...claims,
+  })
     .setProtectedHeader({ alg, kid: 'k1', ...header } as never)
     .sign(key);
 }
@@ -75,7 +101,10 @@ describe('requireBearer accepts valid tokens', () => {
   it.each(['RS256', 'PS256', 'ES256'] as const)('accepts %s with a KeySet', async (alg) => {
     const pair = alg === 'ES256' ? ecPair() : rsaPair();
     const server = await serve({ keys: new KeySet([{ kid: 'k1', alg, publicKey: pair.publicKey }]), algorithms: [alg], issuer, audience });
-    await request(server).get('/api').set(bearer(await mint(pair.privateKey, alg))).expect(200);
+    await request(server)
+      .get('/api')
+      .set(bearer(await mint(pair.privateKey, alg)))
+      .expect(200);
   });
 
   it('accepts RS256 through a JWKS endpoint', async () => {
@@ -83,7 +112,10 @@ describe('requireBearer accepts valid tokens', () => {
     const jwks = await startJwksServer([{ ...pair.publicKey.export({ format: 'jwk' }), kid: 'k1', alg: 'RS256' }]);
     try {
       const server = await serve({ jwksUri: jwks.jwksUri, algorithms: ['RS256'], issuer, audience });
-      await request(server).get('/api').set(bearer(await mint(pair.privateKey, 'RS256'))).expect(200);
+      await request(server)
+        .get('/api')
+        .set(bearer(await mint(pair.privateKey, 'RS256')))
+        .expect(200);
     } finally {
       await jwks.close();
     }
@@ -134,7 +166,9 @@ describe('requireBearer RFC 6750 errors', () => {
   });
 
   it('answers two Authorization headers with 400 invalid_request', async () => {
-    const res = await request(server).get('/api').set('Authorization', [`Bearer ${token}`, `Bearer ${token}`] as never);
+    const res = await request(server)
+      .get('/api')
+      .set('Authorization', [`Bearer ${token}`, `Bearer ${token}`] as never);
     expectProblem(res, 400, 'invalid_request');
   });
 
@@ -147,9 +181,15 @@ describe('requireBearer RFC 6750 errors', () => {
 
   it('refuses a body token unless allowBodyToken', async () => {
     expectProblem(await request(server).post('/api').type('form').send({ access_token: token }), 400, 'invalid_request');
-    const lenient = await serve({ secret, algorithms: ['HS256'], issuer, audience, allowBodyToken: true }, (app) => app.use(express.urlencoded({ extended: false })));
+    const lenient = await serve({ secret, algorithms: ['HS256'], issuer, audience, allowBodyToken: true }, (app) =>
+      app.use(express.urlencoded({ extended: false })),
+    );
     await request(lenient).post('/api').type('form').send({ access_token: token }).expect(200);
-    expectProblem(await request(lenient).post('/api').type('form').set(bearer(token)).send({ access_token: token }), 400, 'invalid_request');
+    expectProblem(
+      await request(lenient).post('/api').type('form').set(bearer(token)).send({ access_token: token }),
+      400,
+      'invalid_request',
+    );
   });
 
   it('leaves an access_token field of a JSON body alone: it is application data, not a credential', async () => {
@@ -159,21 +199,29 @@ describe('requireBearer RFC 6750 errors', () => {
   });
 
   it('answers a bad token with 401 invalid_token and a generic description', async () => {
-    const res = await request(server).get('/api').set(bearer(`${token.slice(0, -4)}AAAA`));
+    const res = await request(server)
+      .get('/api')
+      .set(bearer(`${token.slice(0, -4)}AAAA`));
     expectProblem(res, 401, 'invalid_token');
-    expect(res.headers['www-authenticate']).toBe('Bearer realm="shop", error="invalid_token", error_description="The access token is invalid"');
+    expect(res.headers['www-authenticate']).toBe(
+      'Bearer realm="shop", error="invalid_token", error_description="The access token is invalid"',
+    );
     expect(JSON.stringify(res.body)).not.toMatch(/signature|jsonwebtoken|jws/i);
   });
 
   it('says "expired" for an expired token so clients know to refresh', async () => {
     const now = nowSeconds();
-    const res = await request(server).get('/api').set(bearer(await mint(createSecretKey(secret), 'HS256', { iat: now - 700, exp: now - 60 })));
+    const res = await request(server)
+      .get('/api')
+      .set(bearer(await mint(createSecretKey(secret), 'HS256', { iat: now - 700, exp: now - 60 })));
     expectProblem(res, 401, 'invalid_token');
     expect(res.headers['www-authenticate']).toContain('error_description="The access token expired"');
   });
 
   it('answers a token lacking a required scope with 403 insufficient_scope naming the scope', async () => {
-    const res = await request(server).get('/api').set(bearer(await mint(createSecretKey(secret), 'HS256', { scope: 'profile' })));
+    const res = await request(server)
+      .get('/api')
+      .set(bearer(await mint(createSecretKey(secret), 'HS256', { scope: 'profile' })));
     expectProblem(res, 403, 'insufficient_scope');
     expect(res.headers['www-authenticate']).toBe(
       'Bearer realm="shop", error="insufficient_scope", error_description="The access token lacks a required scope", scope="orders:read"',
@@ -184,9 +232,24 @@ describe('requireBearer RFC 6750 errors', () => {
     const strict = await serve({ secret, algorithms: ['HS256'], issuer, audience, maxTokenAgeSeconds: 60, requiredClaims: ['client_id'] });
     const key = createSecretKey(secret);
     const now = nowSeconds();
-    await request(strict).get('/api').set(bearer(await mint(key, 'HS256', { client_id: 'shop' }))).expect(200);
-    expectProblem(await request(strict).get('/api').set(bearer(await mint(key, 'HS256', { client_id: 'shop', iat: now - 120 }))), 401, 'invalid_token');
-    expectProblem(await request(strict).get('/api').set(bearer(await mint(key, 'HS256'))), 401, 'invalid_token');
+    await request(strict)
+      .get('/api')
+      .set(bearer(await mint(key, 'HS256', { client_id: 'shop' })))
+      .expect(200);
+    expectProblem(
+      await request(strict)
+        .get('/api')
+        .set(bearer(await mint(key, 'HS256', { client_id: 'shop', iat: now - 120 }))),
+      401,
+      'invalid_token',
+    );
+    expectProblem(
+      await request(strict)
+        .get('/api')
+        .set(bearer(await mint(key, 'HS256'))),
+      401,
+      'invalid_token',
+    );
   });
 
   it("keeps status and challenge with Express's own final handler (no errorHandler mounted)", async () => {
@@ -202,7 +265,10 @@ describe('requireBearer RFC 6750 errors', () => {
   });
 
   it('reads scopes from a scp array too', async () => {
-    await request(server).get('/api').set(bearer(await mint(createSecretKey(secret), 'HS256', { scope: undefined, scp: ['orders:read'] }))).expect(200);
+    await request(server)
+      .get('/api')
+      .set(bearer(await mint(createSecretKey(secret), 'HS256', { scope: undefined, scp: ['orders:read'] })))
+      .expect(200);
   });
 });
 
@@ -227,7 +293,10 @@ describe('requireBearer refuses the attack corpus over HTTP', () => {
   afterAll(() => attacker.close());
 
   it('accepts the valid token the corpus is derived from', async () => {
-    await request(server).get('/api').set(bearer(await mintValid(target))).expect(200);
+    await request(server)
+      .get('/api')
+      .set(bearer(await mintValid(target)))
+      .expect(200);
   });
 
   it('answers every hostile token with 401 invalid_token and never contacts jku/x5u', async () => {
@@ -243,7 +312,13 @@ describe('requireBearer refuses the attack corpus over HTTP', () => {
   it('refuses hostile tokens through a JWKS endpoint too, without contacting jku/x5u', async () => {
     const jwks = await startJwksServer([{ ...target.publicKey.export({ format: 'jwk' }), kid: target.kid, alg: 'RS256' }]);
     try {
-      const viaJwks = await serve({ jwksUri: jwks.jwksUri, algorithms: ['RS256'], issuer: target.issuer, audience: target.audience, typ: 'at+jwt' });
+      const viaJwks = await serve({
+        jwksUri: jwks.jwksUri,
+        algorithms: ['RS256'],
+        issuer: target.issuer,
+        audience: target.audience,
+        typ: 'at+jwt',
+      });
       for (const attack of corpus) {
         const res = await request(viaJwks).get('/api').set(bearer(attack.token));
         expect([attack.name, res.status]).toEqual([attack.name, 401]);
@@ -265,8 +340,17 @@ describe('requireBearer property-based fuzzing', () => {
   });
 
   it('never answers an arbitrary Authorization header with 2xx or 5xx', async () => {
-    const printable = fc.string({ unit: fc.constantFrom(...' \t!"#$%&\'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~'.split('')), maxLength: 80 });
-    const header = fc.oneof(printable, printable.map((rest) => `Bearer ${rest}`), printable.map((rest) => `bearer${rest}`));
+    const printable = fc.string({
+      unit: fc.constantFrom(
+        ...' \t!"#$%&\'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~'.split(''),
+      ),
+      maxLength: 80,
+    });
+    const header = fc.oneof(
+      printable,
+      printable.map((rest) => `Bearer ${rest}`),
+      printable.map((rest) => `bearer${rest}`),
+    );
     await fc.assert(
       fc.asyncProperty(header, async (value) => {
         const res = await request(server).get('/api').set('Authorization', value);
@@ -278,10 +362,17 @@ describe('requireBearer property-based fuzzing', () => {
 
   it('never accepts a mutated or random token, and never fails with 5xx', async () => {
     const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.'.split('');
-    const mutation = fc.record({ index: fc.nat({ max: token.length - 1 }), char: fc.constantFrom(...alphabet) }).filter(({ index, char }) => token[index] !== char);
+    const mutation = fc
+      .record({ index: fc.nat({ max: token.length - 1 }), char: fc.constantFrom(...alphabet) })
+      .filter(({ index, char }) => token[index] !== char);
     const mutated = mutation.map(({ index, char }) => token.slice(0, index) + char + token.slice(index + 1));
     const random = fc.string({ unit: fc.constantFrom(...alphabet), minLength: 1, maxLength: 300 });
-    const segments = fc.array(fc.base64String({ maxLength: 60 }).map((s) => s.replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')), { minLength: 1, maxLength: 5 }).map((parts) => parts.join('.'));
+    const segments = fc
+      .array(
+        fc.base64String({ maxLength: 60 }).map((s) => s.replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')),
+        { minLength: 1, maxLength: 5 },
+      )
+      .map((parts) => parts.join('.'));
     await fc.assert(
       fc.asyncProperty(fc.oneof(mutated, random, segments), async (candidate) => {
         if (candidate === token) return true;
@@ -349,7 +440,10 @@ describe('requireBearer verified-token cache', () => {
     const token = await mint(pair.privateKey, 'ES256');
     const first = await request(app).get('/api').set(bearer(token)).expect(200);
     const second = await request(app).get('/api').set(bearer(token)).expect(200);
-    expect([first.body, second.body]).toEqual([{ changed: false, sub: 'alice' }, { changed: false, sub: 'alice' }]);
+    expect([first.body, second.body]).toEqual([
+      { changed: false, sub: 'alice' },
+      { changed: false, sub: 'alice' },
+    ]);
   });
 
   it('still consults isRevoked for cached tokens', async () => {
@@ -369,7 +463,9 @@ describe('requireBearer verified-token cache', () => {
       audience,
       isRevoked: () => Promise.reject(new StoreUnavailableError()),
     });
-    const res = await request(server).get('/api').set(bearer(await mint(pair.privateKey, 'ES256')));
+    const res = await request(server)
+      .get('/api')
+      .set(bearer(await mint(pair.privateKey, 'ES256')));
     expectProblem(res, 503);
     expect(res.headers['retry-after']).toBeDefined();
   });
@@ -386,21 +482,40 @@ describe('requireBearer with a JWKS endpoint', () => {
 
   it('fetches a rotated-in key exactly once under 50 concurrent requests', async () => {
     const server = await serve({ jwksUri: jwks.jwksUri, algorithms: ['RS256'], issuer, audience });
-    await request(server).get('/api').set(bearer(await mint(first.privateKey, 'RS256'))).expect(200);
+    await request(server)
+      .get('/api')
+      .set(bearer(await mint(first.privateKey, 'RS256')))
+      .expect(200);
     jwks.jwks = { keys: [...jwks.jwks.keys, { ...second.publicKey.export({ format: 'jwk' }), kid: 'k2', alg: 'RS256' }] };
-    const tokens = await Promise.all(Array.from({ length: 50 }, (_, i) => mint(second.privateKey, 'RS256', { sub: `user-${i}` }, { kid: 'k2' })));
+    const tokens = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => mint(second.privateKey, 'RS256', { sub: `user-${i}` }, { kid: 'k2' })),
+    );
     const statuses = await Promise.all(tokens.map(async (token) => (await request(server).get('/api').set(bearer(token))).status));
     expect(statuses).toEqual(Array(50).fill(200));
     expect(jwks.hits).toBe(2);
   });
 
   it('keeps verifying with cached keys while the endpoint is down; an unknown kid gets 401', async () => {
-    const server = await serve({ jwksUri: jwks.jwksUri, jwks: { maxAgeMs: 100, cooldownMs: 0, timeoutMs: 500 }, algorithms: ['RS256'], issuer, audience });
-    await request(server).get('/api').set(bearer(await mint(first.privateKey, 'RS256'))).expect(200);
+    const server = await serve({
+      jwksUri: jwks.jwksUri,
+      jwks: { maxAgeMs: 100, cooldownMs: 0, timeoutMs: 500 },
+      algorithms: ['RS256'],
+      issuer,
+      audience,
+    });
+    await request(server)
+      .get('/api')
+      .set(bearer(await mint(first.privateKey, 'RS256')))
+      .expect(200);
     await jwks.close();
     await new Promise((resolve) => setTimeout(resolve, 150));
-    await request(server).get('/api').set(bearer(await mint(first.privateKey, 'RS256', { sub: 'bob' }))).expect(200);
-    const res = await request(server).get('/api').set(bearer(await mint(second.privateKey, 'RS256', {}, { kid: 'k2' })));
+    await request(server)
+      .get('/api')
+      .set(bearer(await mint(first.privateKey, 'RS256', { sub: 'bob' })))
+      .expect(200);
+    const res = await request(server)
+      .get('/api')
+      .set(bearer(await mint(second.privateKey, 'RS256', {}, { kid: 'k2' })));
     expectProblem(res, 401, 'invalid_token');
   });
 
@@ -408,7 +523,9 @@ describe('requireBearer with a JWKS endpoint', () => {
     const uri = jwks.jwksUri;
     await jwks.close();
     const server = await serve({ jwksUri: uri, algorithms: ['RS256'], issuer, audience });
-    const res = await request(server).get('/api').set(bearer(await mint(first.privateKey, 'RS256')));
+    const res = await request(server)
+      .get('/api')
+      .set(bearer(await mint(first.privateKey, 'RS256')));
     expectProblem(res, 503, 'key_source_unavailable');
     expect(res.headers['retry-after']).toBe('5');
   });
@@ -416,14 +533,18 @@ describe('requireBearer with a JWKS endpoint', () => {
   it('answers 503 when the endpoint is too slow', async () => {
     jwks.delayMs = 1500;
     const server = await serve({ jwksUri: jwks.jwksUri, jwks: { timeoutMs: 200 }, algorithms: ['RS256'], issuer, audience });
-    const res = await request(server).get('/api').set(bearer(await mint(first.privateKey, 'RS256')));
+    const res = await request(server)
+      .get('/api')
+      .set(bearer(await mint(first.privateKey, 'RS256')));
     expectProblem(res, 503, 'key_source_unavailable');
   });
 
   it('answers 502 when the endpoint serves something that is not a key set', async () => {
     jwks.jwks = { hello: 'world' } as never;
     const server = await serve({ jwksUri: jwks.jwksUri, algorithms: ['RS256'], issuer, audience });
-    const res = await request(server).get('/api').set(bearer(await mint(first.privateKey, 'RS256')));
+    const res = await request(server)
+      .get('/api')
+      .set(bearer(await mint(first.privateKey, 'RS256')));
     expectProblem(res, 502, 'key_source_error');
   });
 });

@@ -15,11 +15,30 @@ describe('TokenService.issueAccessToken', () => {
 
   it('signs an at+jwt that jose verifies, with iss, sub, aud, exp, iat, jti, scope, roles, client_id and gid', async () => {
     const jose = await loadJose();
-    const issued = service.issueAccessToken({ subject: 'alice', audience: 'shop-api', scope: ['orders:read', 'orders:write'], roles: ['admin'], clientId: 'shop', grantId: 'g-1' });
+    const issued = service.issueAccessToken({
+      subject: 'alice',
+      audience: 'shop-api',
+      scope: ['orders:read', 'orders:write'],
+      roles: ['admin'],
+      clientId: 'shop',
+      grantId: 'g-1',
+    });
     const jwks = jose.createLocalJWKSet(keys.publicJwks() as never);
-    const { payload, protectedHeader } = await jose.jwtVerify(issued.token, jwks, { issuer, audience: 'shop-api', typ: 'at+jwt', algorithms: ['ES256'] });
+    const { payload, protectedHeader } = await jose.jwtVerify(issued.token, jwks, {
+      issuer,
+      audience: 'shop-api',
+      typ: 'at+jwt',
+      algorithms: ['ES256'],
+    });
     expect(protectedHeader).toEqual({ alg: 'ES256', kid: 'at-1', typ: 'at+jwt' });
-    expect(payload).toMatchObject({ sub: 'alice', scope: 'orders:read orders:write', roles: ['admin'], client_id: 'shop', gid: 'g-1', jti: issued.jti });
+    expect(payload).toMatchObject({
+      sub: 'alice',
+      scope: 'orders:read orders:write',
+      roles: ['admin'],
+      client_id: 'shop',
+      gid: 'g-1',
+      jti: issued.jti,
+    });
     expect(payload.exp! - payload.iat!).toBe(3600);
     expect(issued.expiresIn).toBe(3600);
     expect(Math.abs(payload.iat! - nowSeconds())).toBeLessThanOrEqual(1);
@@ -79,8 +98,20 @@ describe('TokenService.issueIdToken', () => {
 
   it('signs an ID token with iss, sub, aud, exp, iat, name and nonce, living 300 s by default', async () => {
     const jose = await loadJose();
-    const { token, expiresIn } = service.issueIdToken({ subject: 'alice', audience: 'shop', name: 'Alice', nonce: 'n-1', authTime: 1, sessionId: 'sid-1', claims: { email: 'a@example.test' } });
-    const { payload, protectedHeader } = await jose.jwtVerify(token, jose.createLocalJWKSet(keys.publicJwks() as never), { issuer, audience: 'shop', algorithms: ['RS256'] });
+    const { token, expiresIn } = service.issueIdToken({
+      subject: 'alice',
+      audience: 'shop',
+      name: 'Alice',
+      nonce: 'n-1',
+      authTime: 1,
+      sessionId: 'sid-1',
+      claims: { email: 'a@example.test' },
+    });
+    const { payload, protectedHeader } = await jose.jwtVerify(token, jose.createLocalJWKSet(keys.publicJwks() as never), {
+      issuer,
+      audience: 'shop',
+      algorithms: ['RS256'],
+    });
     expect(protectedHeader).toMatchObject({ alg: 'RS256', kid: 'id-1', typ: 'JWT' });
     expect(payload).toMatchObject({ sub: 'alice', name: 'Alice', nonce: 'n-1', auth_time: 1, sid: 'sid-1', email: 'a@example.test' });
     expect([expiresIn, payload.exp! - payload.iat!]).toEqual([300, 300]);
@@ -120,9 +151,20 @@ describe('TokenService with a store: revocation end to end', () => {
     service = new TokenService({ keys, issuer, store: redis.store, accessTokenTtlSeconds: 120 });
     const app = express();
     app.get('/.well-known/jwks.json', jwksHandler(keys));
-    app.get('/api', requireBearer({ keys, algorithms: ['ES256'], issuer, audience: 'api', typ: 'at+jwt', isRevoked: (claims) => service.isRevoked(claims) }), (req, res) => {
-      res.json({ sub: req.auth?.claims.sub });
-    });
+    app.get(
+      '/api',
+      requireBearer({
+        keys,
+        algorithms: ['ES256'],
+        issuer,
+        audience: 'api',
+        typ: 'at+jwt',
+        isRevoked: (claims) => service.isRevoked(claims),
+      }),
+      (req, res) => {
+        res.json({ sub: req.auth?.claims.sub });
+      },
+    );
     app.use(errorHandler({ log: false }));
     server = app.listen(0, '127.0.0.1');
     await new Promise((resolve) => server.once('listening', resolve));

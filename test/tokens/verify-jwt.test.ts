@@ -40,7 +40,10 @@ describe('verifyJwt accepts tokens minted by jose', () => {
     alg: 'ES256',
     key: () => {
       const pair = ecPair();
-      return { sign: pair.privateKey, keys: new KeySet([{ kid: 'k1', alg: 'ES256', publicKey: pair.publicKey.export({ format: 'jwk' }) }]) };
+      return {
+        sign: pair.privateKey,
+        keys: new KeySet([{ kid: 'k1', alg: 'ES256', publicKey: pair.publicKey.export({ format: 'jwk' }) }]),
+      };
     },
   });
 
@@ -131,7 +134,9 @@ describe('verifyJwt checks', () => {
 
   it('accepts any of several issuers and audiences', async () => {
     const token = await mint({ iss: 'https://b.example.test', aud: ['x', 'y'] });
-    await expect(verifyJwt(token, { ...base, issuer: ['https://a.example.test', 'https://b.example.test'], audience: ['y'] })).resolves.toBeDefined();
+    await expect(
+      verifyJwt(token, { ...base, issuer: ['https://a.example.test', 'https://b.example.test'], audience: ['y'] }),
+    ).resolves.toBeDefined();
   });
 
   it('refuses a typ header only when a typ is required', async () => {
@@ -148,7 +153,12 @@ describe('verifyJwt checks', () => {
   it('refuses HS256 over the RSA key even when HS256 is allowed (alg confusion)', async () => {
     const pem = pair.publicKey.export({ format: 'pem', type: 'spki' }).toString();
     const now = nowSeconds();
-    const token = signRaw('{"alg":"HS256","kid":"k1"}', JSON.stringify({ iss: issuer, aud: audience, exp: now + 60 }), 'HS256', Buffer.from(pem));
+    const token = signRaw(
+      '{"alg":"HS256","kid":"k1"}',
+      JSON.stringify({ iss: issuer, aud: audience, exp: now + 60 }),
+      'HS256',
+      Buffer.from(pem),
+    );
     const error = await refusal(verifyJwt(token, { ...base, algorithms: ['HS256'] }));
     expect(error.reason).toBe('alg_mismatch');
   });
