@@ -70,7 +70,15 @@ function expressSessionApp(client: Redis, prefix: string, secret: string): Expre
   app.post('/login/:id', (req: Request<{ id: string }>, res: Response, next) => {
     req.session.regenerate((error) => {
       if (error) return next(error);
-      req.session.user = { id: req.params.id, name: req.params.id, roles: ['customer'], method: 'password', authenticatedAt: Date.now() };
+      req.session.user = {
+        id: `bench:users|${req.params.id}`,
+        source: 'bench:users',
+        subject: req.params.id,
+        name: req.params.id,
+        roles: ['customer'],
+        method: 'password',
+        authenticatedAt: Date.now(),
+      };
       req.session.save((saveError) => (saveError ? next(saveError) : res.status(204).end()));
     });
   });

@@ -4,6 +4,7 @@ import Redis from 'ioredis';
 import { RedisStore } from '../lib/store';
 import { recordUnhandledRejections } from '../test/helpers/fault-probes';
 import { startPrivateRedis } from '../test/helpers/redis';
+import { userId as userIdOf } from '../test/helpers/sso-apps';
 import { startSsoApps } from '../test/helpers/sso-load-apps';
 
 /** Options of {@link runSoak}. */
@@ -107,10 +108,10 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     let round = 0;
     while (running) {
       const cycleStart = Date.now();
-      const userId = `user-${(seat * 7919 + round * 104729) % userPool}`;
+      const subject = `user-${(seat * 7919 + round * 104729) % userPool}`;
       round += 1;
       try {
-        const cookie = await apps.login(userId);
+        const cookie = await apps.login(subject);
         counts.logins += 1;
         for (let view = 0; view < 20 && running; view += 1) {
           const res = await apps.get(view % 2 === 0 ? 'shop' : 'auth', '/me', cookie);
@@ -121,7 +122,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
           } else if (res.status !== 200) {
             counts.clientErrors += 1;
             noteFailure(`GET /me answered ${res.status} ${res.body.slice(0, 120)}`);
-          } else if ((JSON.parse(res.body) as { id?: string }).id !== userId) counts.wrongUser += 1;
+          } else if ((JSON.parse(res.body) as { id?: string }).id !== userIdOf(subject)) counts.wrongUser += 1;
         }
       } catch (error) {
         counts.serverErrors += 1;

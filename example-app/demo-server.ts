@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import express, { type Application, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { errorHandler, ForbiddenError, notFound, securityHeaders, toHttpError } from '../lib/http';
 import { backchannelLogout, oidcCallback, oidcLogin, oidcProvider } from '../lib/oidc';
-import { fileUserDirectory, LoginThrottle, loginPortal } from '../lib/portal';
+import { fileUserDirectory, LoginThrottle, loginPortal, type UserDirectory } from '../lib/portal';
 import { generateAppSecret, hashAppSecret, qrLogin, qrLoginProvider, qrTokenIssuer } from '../lib/qr';
 import { createPolicy, requirePermission } from '../lib/rbac';
 import { corsPreflight } from '../lib/cors';
@@ -15,7 +15,7 @@ import { validateCookieDomain } from '../lib/session/cookie-domain';
 import { MemoryStore, RedisStore, type KeyValueStore } from '../lib/store';
 import { KeySet, requireBearer, TokenService, type SigningKey } from '../lib/tokens';
 import { renderAppPage, renderForbiddenPage, type DemoLinks } from './app-pages';
-import { demoUserRecords } from './demo-users';
+import { DEMO_DIRECTORY_SOURCE, demoUserRecords } from './demo-users';
 import { hostRouter } from './host-router';
 import { createDemoIdentityProvider } from './identity-provider';
 import { resolveToLoopback } from './loopback-dns';
@@ -158,7 +158,9 @@ export async function startDemo(options: DemoOptions = {}): Promise<RunningDemo>
   const backChannel = options.tls ? origin('idp') : `http://127.0.0.1:${port}`;
 
   try {
-    const users = fileUserDirectory(await demoUserRecords());
+    // One directory, one source: the portal logs its users in as this source and the QR provider accepts only it.
+    const users: UserDirectory = { ...fileUserDirectory(await demoUserRecords()), source: DEMO_DIRECTORY_SOURCE };
+    const demoIdpSource = `oidc:${origin('idp')}`;
     const sessions = ssoSession({
       store,
       cookieDomain: domain,
@@ -168,6 +170,15 @@ export async function startDemo(options: DemoOptions = {}): Promise<RunningDemo>
       allowInsecureCookieForLocalDevelopment: !secure,
       allowedRedirectPorts: portSuffix ? [publicPort] : [],
       defaultRedirectUrl: `${origin('shop')}/`,
+      // The one explicit place where two identity sources become one account: the demo identity provider signs in
+      // the directory's own accounts (its sub is a directory id), so its logins are those accounts, with the
+      // directory's name and roles. A sub the directory does not know is refused; every other source stays itself.
+      linkAccount: async (login) => {
+        if (login.source !== demoIdpSource) return undefined;
+        const account = await users.findById(login.subject);
+        if (!account) return null;
+        return { source: DEMO_DIRECTORY_SOURCE, subject: account.id, name: account.name, roles: [...account.roles] };
+      },
     });
     const trustProxy = 'loopback, linklocal, uniquelocal';
 

@@ -1,6 +1,12 @@
 import { hashPassword } from '../lib/portal/password-hash';
 import type { UserRecord } from '../lib/portal/user-directory';
 
+/**
+ * The identity source of the demo directory: the portal's passwords, the QR provider's approvers and the demo
+ * identity provider's accounts are all its users, so a user id is `directory:demo|<id>`.
+ */
+export const DEMO_DIRECTORY_SOURCE = 'directory:demo';
+
 /** The demo accounts, documented in docs/portal-and-demo.md and relied upon by the tests. */
 export const DEMO_ACCOUNTS = [
   { id: 'alice', username: 'alice', password: 'alice-password', name: 'Alice Example', roles: ['admin'] },

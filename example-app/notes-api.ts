@@ -10,6 +10,7 @@ import {
   UnprocessableEntityError,
   type FieldError,
 } from '../lib/http';
+import { identityId } from '../lib/session/identity';
 
 /** A note as the API returns it. */
 export interface Note {
@@ -104,10 +105,15 @@ export interface NotesApiOptions {
   repository?: NoteRepository;
 }
 
+// Notes belong to an identity, never to a bare subject: a signed-in user by its id (`<source>|<subject>`), a
+// Bearer token by (its issuer, its sub).
 function ownerOf(req: Request): string {
-  const owner = req.user?.id ?? (typeof req.auth?.claims.sub === 'string' ? req.auth.claims.sub : undefined);
-  if (!owner) throw new UnauthorizedError({ detail: 'Sign in or send a Bearer token.' });
-  return owner;
+  if (req.user) return req.user.id;
+  const claims = req.auth?.claims;
+  if (claims && typeof claims.iss === 'string' && typeof claims.sub === 'string' && claims.sub !== '') {
+    return identityId({ source: `token:${claims.iss}`, subject: claims.sub });
+  }
+  throw new UnauthorizedError({ detail: 'Sign in or send a Bearer token.' });
 }
 
 function pick(input: Record<string, unknown>): Partial<Pick<Note, 'title' | 'body'>> {

@@ -1,5 +1,6 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { BadRequestError, ForbiddenError, ServiceUnavailableError, UnauthorizedError } from '../http/errors';
+import { identityId, sourceProblem } from '../session/identity';
 import type { SessionUser } from '../session/types';
 import { StoreUnavailableError } from '../store/port';
 import type { BasicUser, BasicVerifier } from './basic-credentials';
@@ -11,6 +12,8 @@ export interface RequireBasicOptions {
   verify: BasicVerifier<Request>;
   /** The protection space named in the challenge. Printable ASCII without `"` or `\`. Default `"Restricted"`. */
   realm?: string;
+  /** The identity source of the verified users; their ids are `<source>|<user id>`. Default `basic:credentials`. */
+  source?: string;
   /**
    * Accept credentials on plain-HTTP requests. Only for tests and local development: Basic sends the password in
    * clear. Default false, so a request that is not `req.secure` (mind `app.set('trust proxy', …)` behind a
@@ -19,7 +22,7 @@ export interface RequireBasicOptions {
   allowInsecureHttp?: boolean;
 }
 
-const OPTION_KEYS = new Set(['verify', 'realm', 'allowInsecureHttp']);
+const OPTION_KEYS = new Set(['verify', 'realm', 'source', 'allowInsecureHttp']);
 const REALM = /^[\x20-\x7e]+$/;
 // eslint-disable-next-line no-control-regex
 const BAD_USER_ID = /[\u0000-\u001f\u007f]/;
@@ -28,13 +31,15 @@ function looksLikeRequest(value: unknown): boolean {
   return typeof value === 'object' && value !== null && 'headers' in value && 'method' in value;
 }
 
-function toSessionUser(user: BasicUser): SessionUser {
+function toSessionUser(user: BasicUser, source: string): SessionUser {
   if (typeof user !== 'object' || user === null || typeof user.id !== 'string' || user.id === '' || BAD_USER_ID.test(user.id)) {
     throw new TypeError('requireBasic: verify must resolve to null or a user { id, name?, roles? } with a non-empty string id');
   }
   const roles = Array.isArray(user.roles) ? user.roles.filter((role): role is string => typeof role === 'string') : [];
   return {
-    id: user.id,
+    id: identityId({ source, subject: user.id }),
+    source,
+    subject: user.id,
     name: typeof user.name === 'string' ? user.name : user.id,
     roles,
     method: 'basic',
@@ -62,7 +67,9 @@ export function requireBasic(options: RequireBasicOptions): RequestHandler {
     if (!OPTION_KEYS.has(key))
       throw new TypeError(`requireBasic: unknown option "${key}"; known options are ${[...OPTION_KEYS].join(', ')}`);
   }
-  const { verify, realm = 'Restricted', allowInsecureHttp = false } = options;
+  const { verify, realm = 'Restricted', source = 'basic:credentials', allowInsecureHttp = false } = options;
+  const badSource = sourceProblem(source);
+  if (badSource !== undefined) throw new TypeError(`requireBasic: source ${badSource}`);
   if (typeof verify !== 'function')
     throw new TypeError('requireBasic: verify is required: (username, password, req) => user | null, e.g. basicCredentials({...})');
   if (typeof realm !== 'string' || !REALM.test(realm) || /["\\]/.test(realm)) {
@@ -116,7 +123,7 @@ export function requireBasic(options: RequireBasicOptions): RequestHandler {
       return;
     }
     try {
-      req.user = toSessionUser(user);
+      req.user = toSessionUser(user, source);
     } catch (error) {
       next(error);
       return;

@@ -30,18 +30,21 @@ function buildUser(provider: OidcProvider, claims: Record<string, unknown>, user
   const profile = provider.claimsToUser(claims, userinfo);
   if (
     !profile ||
-    typeof profile.id !== 'string' ||
-    profile.id.length === 0 ||
+    'id' in profile ||
     typeof profile.name !== 'string' ||
     !Array.isArray(profile.roles) ||
     !profile.roles.every((role) => typeof role === 'string')
   ) {
-    throw new TypeError(`oidcProvider "${provider.name}": claimsToUser must return { id: string, name: string, roles: string[] }`);
+    throw new TypeError(
+      `oidcProvider "${provider.name}": claimsToUser must return { name: string, roles: string[] } (no id: the identity is (issuer, sub); map it to a local account with ssoSession({ linkAccount }))`,
+    );
   }
   const sid = typeof claims.sid === 'string' ? claims.sid : undefined;
   const authTime = typeof claims.auth_time === 'number' && Number.isFinite(claims.auth_time) ? claims.auth_time * 1000 : undefined;
   return {
-    id: profile.id,
+    // The identity is (issuer, sub): another provider's user with the same sub is someone else.
+    source: `oidc:${provider.issuer}`,
+    subject: String(claims.sub),
     name: profile.name,
     roles: [...profile.roles],
     method: 'oidc',

@@ -1,6 +1,8 @@
-/** What a claims mapping returns: the user as the session will keep it, minus `method` and `authenticatedAt`. */
+/**
+ * What a claims mapping returns: the user's name, roles and attributes. The identity itself is always
+ * (issuer, `sub`); mapping it onto a local account is `ssoSession({ linkAccount })`'s job.
+ */
 export interface OidcUserProfile {
-  id: string;
   name: string;
   roles: string[];
   /** Extra identity details kept on the session user; never secrets or tokens. */
@@ -15,12 +17,13 @@ function firstString(...values: unknown[]): string | undefined {
 }
 
 /**
- * The default mapping: `id` = `sub`, `name` = `name` | `preferred_username` | `email` (userinfo first, as it is the
- * fuller source) | `sub`, `roles` from a `roles` claim that is an array of strings (anything else gives no roles,
- * so a malformed claim never grants a role), and `email` kept as an attribute when present.
+ * The default mapping: `name` = `name` | `preferred_username` | `email` (userinfo first, as it is the fuller
+ * source) | the ID token's `sub`, `roles` from a `roles` claim that is an array of strings (anything else gives no
+ * roles, so a malformed claim never grants a role), and `email` kept as an attribute when present. The user id is
+ * not the mapping's: it is always `oidc:<issuer>|<sub>`.
  *
  * @example
- * defaultClaimsToUser({ sub: 'u1', name: 'Ada', roles: ['admin'] }); // { id: 'u1', name: 'Ada', roles: ['admin'] }
+ * defaultClaimsToUser({ sub: 'u1', name: 'Ada', roles: ['admin'] }); // { name: 'Ada', roles: ['admin'] }
  */
 export function defaultClaimsToUser(claims: Record<string, unknown>, userinfo?: Record<string, unknown>): OidcUserProfile {
   const merged: Record<string, unknown> = { ...claims, ...userinfo, sub: claims.sub };
@@ -29,7 +32,6 @@ export function defaultClaimsToUser(claims: Record<string, unknown>, userinfo?: 
   const roles = Array.isArray(rolesClaim) && rolesClaim.every((role) => typeof role === 'string') ? [...rolesClaim] : [];
   const email = firstString(merged.email);
   return {
-    id,
     name: firstString(merged.name, merged.preferred_username, merged.email) ?? id,
     roles,
     ...(email ? { attributes: { email } } : {}),

@@ -1,3 +1,4 @@
+import { sourceProblem } from '../session/identity';
 import type { KeyValueStore } from '../store/port';
 import { asObject, requestJson } from './http-client';
 import { providerMisbehaved } from './errors';
@@ -175,6 +176,12 @@ export class OidcProvider {
     this.name = name;
 
     this.issuer = checkUrl('issuer', options.issuer, insecure);
+    // The issuer names the identity source of every login (`oidc:<issuer>`): refuse one that cannot, now, not at the first login.
+    if (sourceProblem(`oidc:${this.issuer}`) !== undefined) {
+      fail(
+        `issuer must be at most 512 printable ASCII characters without spaces or "|" (it names the identity source "oidc:<issuer>"), got "${this.issuer}"`,
+      );
+    }
     if (typeof options.clientId !== 'string' || options.clientId.length === 0) fail('clientId must be a non-empty string');
     this.clientId = options.clientId;
     if (typeof options.clientSecret !== 'string' || options.clientSecret.length === 0) {

@@ -2,6 +2,8 @@ import express, { type NextFunction, type Request, type Response, Router } from 
 import { BadRequestError, UnauthorizedError } from '../http/errors';
 import { compileAllowedOrigins, csrfRefusal } from '../session/csrf-guard';
 import { establishLogin } from '../session/establish-login';
+import { sourceProblem } from '../session/identity';
+import { DEFAULT_DIRECTORY_SOURCE } from './user-directory';
 import { logout } from '../session/logout';
 import type { KeyValueStore } from '../store/port';
 import { LoginThrottle, type LoginThrottleOptions } from './login-throttle';
@@ -115,6 +117,10 @@ export function loginPortal(options: LoginPortalOptions): Router {
   if (!users || typeof users.verifyPassword !== 'function' || typeof users.findById !== 'function') {
     fail('users must be a UserDirectory ({ verifyPassword, findById }), e.g. fileUserDirectory("users.json")');
   }
+  // The directory's users are identities of the directory: its ids never meet another source's subjects.
+  const directorySource = users.source ?? DEFAULT_DIRECTORY_SOURCE;
+  const badSource = sourceProblem(directorySource);
+  if (badSource !== undefined) fail(`users.source ${badSource}`);
   const throttle = new LoginThrottle(options.store, options.throttle ?? {});
   const title = options.title ?? 'Sign in';
   if (typeof title !== 'string' || title.trim() === '') fail('title must be a non-empty string');
@@ -223,7 +229,8 @@ export function loginPortal(options: LoginPortalOptions): Router {
     }
     await throttle.recordSuccess(username);
     await establishLogin(req, {
-      id: user.id,
+      source: directorySource,
+      subject: user.id,
       name: user.name,
       roles: user.roles,
       method: 'password',

@@ -1,5 +1,8 @@
 import { readFileSync } from 'node:fs';
+import { DEFAULT_DIRECTORY_SOURCE } from '../session/identity';
 import type { KeyValueStore } from '../store/port';
+
+export { DEFAULT_DIRECTORY_SOURCE };
 import { hashPassword, parsePasswordHash, verifyPasswordHash, type ParsedPasswordHash } from './password-hash';
 
 /** A user as a directory gives it to the portal: what goes into the session, never the password hash. */
@@ -15,6 +18,11 @@ export interface DirectoryUser {
  * {@link fileUserDirectory} and {@link redisUserDirectory}.
  */
 export interface UserDirectory {
+  /**
+   * The identity source of this directory's users, `directory:<name>`; their user ids are `<source>|<id>`.
+   * Default {@link DEFAULT_DIRECTORY_SOURCE}.
+   */
+  readonly source?: string;
   /**
    * The user when the password is right, else null. Must do the same work whether or not the user exists, and
    * must answer null for a disabled user, so the portal cannot be used to learn which accounts exist.

@@ -18,6 +18,12 @@ export interface QrDirectoryUser {
 
 /** Where the provider looks users up. */
 export interface QrUserDirectory {
+  /**
+   * The identity source of these users (`directory:<name>`). Only a signed-in user of this source may scan and
+   * confirm; a user who signed in through another source (a partner IdP) is someone else, whatever their subject.
+   * Default `directory:local`, the portal directory's default.
+   */
+  readonly source?: string;
   findById(id: string): Promise<QrDirectoryUser | null>;
 }
 

@@ -14,6 +14,7 @@ import {
 } from '../http/errors';
 import { methodNotAllowed } from '../http/handlers';
 import { KeyValueRateLimitStore } from '../http/rate-limit-store';
+import { DEFAULT_DIRECTORY_SOURCE, sourceProblem } from '../session/identity';
 import type { KeyValueStore } from '../store/port';
 import { buildAppRegistry, type QrAppRegistration, type RegisteredQrApp } from './app-registry';
 import { hasBinding, hashBinding, setBindingCookie } from './browser-binding';
@@ -135,6 +136,9 @@ function validate(options: QrLoginProviderOptions): ResolvedOptions {
   for (const key of Object.keys(options)) if (!KNOWN_OPTIONS.has(key)) fail(`unknown option "${key}"`);
   if (!options.store || typeof options.store.compareAndSet !== 'function') fail('store must be a KeyValueStore (e.g. new RedisStore(url))');
   if (!options.users || typeof options.users.findById !== 'function') fail('users must have findById(id) returning the user or null');
+  if (options.users.source !== undefined && sourceProblem(options.users.source) !== undefined) {
+    fail(`users.source ${String(sourceProblem(options.users.source))}`);
+  }
   const tokens = options.tokens as Partial<QrTokenIssuer> | undefined;
   for (const method of [
     'issueAccessToken',
@@ -256,6 +260,11 @@ export function qrLoginProvider(options: QrLoginProviderOptions): Router {
   const requests = new QrLoginRequests(store);
   const { validitySeconds, codeValiditySeconds, cookieName } = resolved;
   const authenticateApp = options.authenticateApp;
+  // Only users of the provider's own directory may scan and confirm: a partner IdP's user with the same subject
+  // is somebody else.
+  const directorySource = options.users.source ?? DEFAULT_DIRECTORY_SOURCE;
+  const foreignUser = (): ForbiddenError =>
+    new ForbiddenError({ code: 'foreign_identity', detail: 'Sign in with an account of this provider to approve sign-ins.' });
 
   let openidSecretPromise: Promise<Buffer> | undefined =
     options.openidSecret === undefined ? undefined : Promise.resolve(Buffer.from(options.openidSecret));
@@ -500,9 +509,13 @@ export function qrLoginProvider(options: QrLoginProviderOptions): Router {
 
   // The confirming side: the phone app's REST resource and the demo web page.
   const identify: RequestHandler = function qrIdentifyAppUser(req, res, next) {
-    const sessionUser = req.session?.user;
+    const sessionUser = req.user;
     if (sessionUser && !req.headers.authorization) {
-      res.locals.qrUserId = sessionUser.id;
+      if (sessionUser.source !== directorySource) {
+        next(foreignUser());
+        return;
+      }
+      res.locals.qrUserId = sessionUser.subject;
       next();
       return;
     }
@@ -596,9 +609,13 @@ export function qrLoginProvider(options: QrLoginProviderOptions): Router {
     next(ok ? undefined : new ForbiddenError({ code: 'cross_origin_request', detail: 'The form must be sent from this site.' }));
   };
   const requireSessionUser: RequestHandler = function qrConfirmationSession(req, res, next) {
-    const user = req.session?.user;
+    const user = req.user;
     if (user) {
-      res.locals.qrUserId = user.id;
+      if (user.source !== directorySource) {
+        next(foreignUser());
+        return;
+      }
+      res.locals.qrUserId = user.subject;
       next();
       return;
     }

@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { BadRequestError, UnauthorizedError } from '../http/errors';
 import { establishLogin } from '../session/establish-login';
+import { sourceProblem } from '../session/identity';
 import type { LoginUser } from '../session/types';
 import { isLoopbackHost } from './app-registry';
 import { exchangeCode, fetchUserinfo, refreshTokens, type QrProviderClientSettings, type QrUserinfo } from './qr-login-client';
@@ -25,8 +26,12 @@ export interface QrLoginOptions {
    * logs) or the `access_token` query parameter, which WeChat itself requires.
    */
   userinfoTokenIn?: 'header' | 'query';
-  /** Maps the provider's profile to the session user. Default: id `qr:<appid>:<openid>`, name = nickname, no roles. */
-  mapUser?: (userinfo: QrUserinfo) => LoginUser | Promise<LoginUser>;
+  /**
+   * Maps the provider's profile to the user's name, roles and attributes. The identity is always
+   * (`qr:<providerUrl>#<appid>`, openid); map it onto a local account with `ssoSession({ linkAccount })`.
+   * Default: name = nickname, no roles, attributes `{ openid, unionid? }`.
+   */
+  mapUser?: (userinfo: QrUserinfo) => QrUserProfile | Promise<QrUserProfile>;
   /** How long one provider call may take. Default 5000 ms; then the callback answers 503. */
   timeoutMs?: number;
   /** How long a started login stays completable in this browser. Default 600 s (the provider's QR lives ≤ 300 s). */
@@ -34,6 +39,9 @@ export interface QrLoginOptions {
   /** How many QR logins one browser may have in flight (tabs); the oldest is dropped beyond. Default 5. */
   maxPendingLogins?: number;
 }
+
+/** What `mapUser` returns: the profile of the QR identity, never its id. */
+export type QrUserProfile = Pick<LoginUser, 'name' | 'roles' | 'attributes'>;
 
 /** What {@link qrLogin} returns. */
 export interface QrLoginHandlers {
@@ -89,6 +97,12 @@ function validate(options: QrLoginOptions): {
   httpsOrLoopback('redirectUri', options.redirectUri);
   if (typeof options.appid !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(options.appid))
     fail('appid must be the app id registered at the provider');
+  // The provider URL names the identity source of every login (`qr:<providerUrl>#<appid>`).
+  if (sourceProblem(`qr:${provider.href.replace(/\/$/, '')}#${options.appid}`) !== undefined) {
+    fail(
+      `providerUrl must be at most 440 characters without "|" (it names the identity source "qr:<providerUrl>#<appid>"), got "${provider.href}"`,
+    );
+  }
   if (typeof options.secret !== 'string' || options.secret.length < 32) {
     fail('secret must be the app secret (at least 32 characters); read it from the environment, e.g. process.env.QR_SECRET');
   }
@@ -144,13 +158,10 @@ function takePending(state: QrLoginSessionState, presented: string, lifetimeMs: 
   return { returnTo: found.returnTo };
 }
 
-function defaultMapUser(appid: string) {
-  return (info: QrUserinfo): LoginUser => ({
-    // The openid is only unique within one app, so the appid is part of the id.
-    id: `qr:${appid}:${info.openid}`,
+function defaultMapUser() {
+  return (info: QrUserinfo): QrUserProfile => ({
     name: typeof info.nickname === 'string' && info.nickname !== '' ? info.nickname : 'QR user',
     roles: [],
-    method: 'qr',
     attributes: { openid: info.openid, ...(typeof info.unionid === 'string' ? { unionid: info.unionid } : {}) },
   });
 }
@@ -176,7 +187,9 @@ export function qrLogin(options: QrLoginOptions): QrLoginHandlers {
     fail('it is a factory; write app.get("/login/qr", qrLogin({ … }).login), not qrLogin itself');
   }
   const { settings, stateLifetimeMs, maxPending, redirectUri } = validate(options);
-  const mapUser = options.mapUser ?? defaultMapUser(settings.appid);
+  const mapUser = options.mapUser ?? defaultMapUser();
+  // An openid is only unique within one app of one provider, so both name the source.
+  const source = `qr:${settings.providerUrl}#${settings.appid}`;
   const qrconnectBase = `${settings.providerUrl}/sns/oauth2/qrconnect`;
 
   const requireSession = (req: Request, caller: string): void => {
@@ -232,7 +245,18 @@ export function qrLogin(options: QrLoginOptions): QrLoginHandlers {
       }
       const tokens = await exchangeCode(settings, code);
       const userinfo = await fetchUserinfo(settings, tokens);
-      const user = { ...(await mapUser(userinfo)), method: 'qr' };
+      const profile = await mapUser(userinfo);
+      if (profile === null || typeof profile !== 'object' || 'id' in profile || 'source' in profile || 'subject' in profile) {
+        throw new TypeError('qrLogin: mapUser must return { name, roles?, attributes? }; link accounts with ssoSession({ linkAccount })');
+      }
+      const user: LoginUser = {
+        source,
+        subject: userinfo.openid,
+        name: typeof profile.name === 'string' ? profile.name : 'QR user',
+        roles: Array.isArray(profile.roles) ? [...profile.roles] : [],
+        method: 'qr',
+        ...(profile.attributes ? { attributes: profile.attributes } : {}),
+      };
       // Only the provider tokens are carried into the new session; the pending states die with the old one.
       await establishLogin(req, user, { data: { qrLogin: { tokens } } });
       res.set('Cache-Control', 'no-store').redirect(302, pending.returnTo);

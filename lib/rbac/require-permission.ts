@@ -176,7 +176,7 @@ export function requirePermission(
     const claims = req.auth?.claims as Record<string, unknown> | undefined;
     if (claims && typeof claims === 'object')
       return { source: 'token', roles: stringList(claimAt(claims, claimPath)), scopes: scopesOf(claims) };
-    const user = req.user ?? req.session?.user;
+    const user = req.user;
     if (user) return { source: 'session', roles: stringList(user.roles), scopes: [] };
     return undefined;
   };

@@ -3,7 +3,9 @@ import type { Session, SessionData } from 'express-session';
 import { asOutage } from './session-manager';
 import { clearFreshLogin, markFreshLogin } from './session-store';
 import { runtimeOf } from './sso-runtime';
-import type { LoginUser, SessionUser } from './types';
+import { ForbiddenError } from '../http/errors';
+import { identityId, sourceProblem, type Identity } from './identity';
+import type { LinkedAccount, LoginUser, SessionUser } from './types';
 
 /** Options of {@link establishLogin}. */
 export interface EstablishLoginOptions {
@@ -19,13 +21,42 @@ function fail(message: string): never {
   throw new TypeError(`establishLogin: ${message}`);
 }
 
+function checkIdentity(identity: Identity, what: string): void {
+  const problem = sourceProblem(identity.source);
+  if (problem !== undefined) fail(`${what}.source ${problem}`);
+  if (typeof identity.subject !== 'string' || identity.subject === '' || identity.subject.length > 512) {
+    fail(`${what}.subject must be a non-empty string of at most 512 characters`);
+  }
+}
+
 function checkUser(user: LoginUser): void {
-  if (user === null || typeof user !== 'object') fail('user must be an object { id, name, roles, method }');
-  if (typeof user.id !== 'string' || user.id === '') fail('user.id must be a non-empty string');
+  if (user === null || typeof user !== 'object') fail('user must be an object { source, subject, name, roles, method }');
+  if ('id' in user) {
+    fail('user.id is derived from (source, subject); pass { source, subject } (e.g. { source: "directory:staff", subject: "u1" })');
+  }
+  checkIdentity(user, 'user');
   if (typeof user.name !== 'string') fail('user.name must be a string');
   if (!Array.isArray(user.roles) || !user.roles.every((role) => typeof role === 'string')) fail('user.roles must be an array of strings');
   if (typeof user.method !== 'string' || user.method === '') fail('user.method must name how the user authenticated, e.g. "password"');
   if (user.authenticatedAt !== undefined && !Number.isFinite(user.authenticatedAt)) fail('user.authenticatedAt must be epoch milliseconds');
+}
+
+/** The session user a login becomes: itself, or the local account `linkAccount` mapped it onto. */
+function toSessionUser(user: LoginUser, linked: LinkedAccount | undefined, now: number): SessionUser {
+  const account: Identity = linked ?? user;
+  const roles = linked ? (linked.roles ?? []) : user.roles;
+  const attributes = linked ? { ...user.attributes, ...linked.attributes } : user.attributes;
+  return {
+    id: identityId(account),
+    source: account.source,
+    subject: account.subject,
+    name: linked?.name ?? user.name,
+    roles: [...roles],
+    method: user.method,
+    authenticatedAt: user.authenticatedAt ?? now,
+    ...(attributes && Object.keys(attributes).length > 0 ? { attributes: { ...attributes } } : {}),
+    ...(linked ? { linkedFrom: { source: user.source, subject: user.subject } } : {}),
+  };
 }
 
 function promised(run: (done: (err?: unknown) => void) => void): Promise<void> {
@@ -35,12 +66,13 @@ function promised(run: (done: (err?: unknown) => void) => void): Promise<void> {
 /**
  * Logs the user in on the shared session: a new session id (against fixation), nothing kept from the session
  * before except `options.data`, the user and bookkeeping stored, and the session indexed under the user and
- * each tag. Resolves once everything is in the store; rejects with 503 when the store is down.
+ * each tag. The user is the identity that authenticated, `(source, subject)`, with the id `<source>|<subject>`,
+ * unless `ssoSession({ linkAccount })` maps it onto a local account. Resolves once everything is in the store; rejects with 503 when the store is down.
  *
  * @example
  * app.post('/login', async (req, res, next) => {
  *   try {
- *     await establishLogin(req, { id: 'u1', name: 'Ada', roles: ['admin'], method: 'password' });
+ *     await establishLogin(req, { source: 'directory:staff', subject: 'u1', name: 'Ada', roles: ['admin'], method: 'password' });
  *     res.redirect(303, req.sso!.redirects.sanitize(req.query.return_to));
  *   } catch (err) { next(err); }
  * });
@@ -59,6 +91,19 @@ export async function establishLogin(req: Request, user: LoginUser, options: Est
     );
   }
 
+  // The link is decided before anything changes: a refused login leaves the current session as it was.
+  const linked = runtime.linkAccount === undefined ? undefined : await runtime.linkAccount(Object.freeze({ ...user }), req);
+  if (linked === null) {
+    throw new ForbiddenError({ code: 'account_not_linked', detail: 'This account is not linked to a local account here.' });
+  }
+  if (linked !== undefined) {
+    if (typeof linked !== 'object') fail('linkAccount must return { source, subject, name?, roles? }, undefined or null');
+    checkIdentity(linked, 'linkAccount(...)');
+    if (linked.roles !== undefined && !(Array.isArray(linked.roles) && linked.roles.every((role) => typeof role === 'string'))) {
+      fail('linkAccount(...).roles must be an array of strings');
+    }
+  }
+
   const previous = req.session as (Session & Partial<SessionData>) | undefined;
   const previousUser = previous?.user;
   const previousTags = previous?.meta?.tags;
@@ -71,14 +116,7 @@ export async function establishLogin(req: Request, user: LoginUser, options: Est
   if (previousUser && previousId) await runtime.manager.unindex(previousId, previousUser.id, previousTags);
 
   const now = Date.now();
-  const sessionUser: SessionUser = {
-    id: user.id,
-    name: user.name,
-    roles: [...user.roles],
-    method: user.method,
-    authenticatedAt: user.authenticatedAt ?? now,
-    ...(user.attributes ? { attributes: { ...user.attributes } } : {}),
-  };
+  const sessionUser = toSessionUser(user, linked ?? undefined, now);
   const fresh = req.session;
   if (options.data) Object.assign(fresh, options.data);
   fresh.user = sessionUser;

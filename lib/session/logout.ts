@@ -49,7 +49,7 @@ export async function logout(req: Request, res: Response): Promise<void> {
  */
 export async function logoutEverywhere(req: Request, userId?: string): Promise<number> {
   const runtime = runtimeOf(req, 'logoutEverywhere');
-  const currentUserId = req.user?.id ?? req.session?.user?.id;
+  const currentUserId = req.user?.id;
   const target = userId ?? currentUserId;
   if (typeof target !== 'string' || target === '') {
     throw new UnauthorizedError({ code: 'session_required', detail: 'Log in first, or name the user whose sessions to end.' });

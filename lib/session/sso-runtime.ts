@@ -2,7 +2,7 @@ import type { Request } from 'express';
 import type { Store } from 'express-session';
 import type { SessionLimits } from './session-lifetime';
 import type { KitSessionManager } from './session-manager';
-import type { RedirectPolicy, SessionCookieSettings, SsoRequestContext } from './types';
+import type { LinkAccount, RedirectPolicy, SessionCookieSettings, SsoRequestContext } from './types';
 
 /**
  * The object `ssoSession` puts on `req.sso`: built once per `ssoSession(...)` call and shared by every request,
@@ -26,6 +26,7 @@ export class SsoRuntime implements SsoRequestContext {
     readonly cookie: SessionCookieSettings,
     readonly limits: SessionLimits,
     readonly sessionStore: Store,
+    readonly linkAccount: LinkAccount | undefined = undefined,
   ) {
     this.idleTimeoutSeconds = limits.idleMs / 1000;
     this.absoluteTimeoutSeconds = limits.absoluteMs / 1000;

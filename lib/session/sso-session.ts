@@ -8,7 +8,7 @@ import { judgeSession, type SessionLimits } from './session-lifetime';
 import { asOutage, KitSessionManager } from './session-manager';
 import { KeyValueSessionStore, SsoRedisSessionStore } from './session-store';
 import { SsoRuntime } from './sso-runtime';
-import type { SessionCookieSettings, SessionManager, SsoRequestContext } from './types';
+import type { LinkAccount, SessionCookieSettings, SessionManager, SsoRequestContext } from './types';
 
 /** Options of {@link ssoSession}. Give exactly one of `store` and `redis`. */
 export interface SsoSessionOptions {
@@ -42,6 +42,11 @@ export interface SsoSessionOptions {
   allowedRedirectPorts?: readonly number[];
   /** Where unsafe redirect targets are replaced to. Default the origin of `loginUrl`. */
   defaultRedirectUrl?: string;
+  /**
+   * Maps a login onto a local account (e.g. a corporate IdP's users onto the portal directory's accounts): the
+   * only way two identity sources become one user. Without it, every (source, subject) is its own user.
+   */
+  linkAccount?: LinkAccount;
 }
 
 /** The middleware `ssoSession` returns, with the session manager attached. */
@@ -91,6 +96,7 @@ interface ResolvedOptions {
   redirectOrigins: string[];
   redirectPorts: number[];
   defaultRedirectUrl: string;
+  linkAccount: LinkAccount | undefined;
 }
 
 function resolveOptions(options: SsoSessionOptions): ResolvedOptions {
@@ -177,6 +183,10 @@ function resolveOptions(options: SsoSessionOptions): ResolvedOptions {
     ownsStore = true;
   }
 
+  if (options.linkAccount !== undefined && typeof options.linkAccount !== 'function') {
+    fail('linkAccount must be a function (login, req) => local account | undefined | null');
+  }
+
   return {
     store,
     ownsStore,
@@ -189,6 +199,7 @@ function resolveOptions(options: SsoSessionOptions): ResolvedOptions {
     // The login page's own port (local development) is trusted like its host.
     redirectPorts: [...(options.allowedRedirectPorts ?? []), ...(login.port ? [Number(login.port)] : [])],
     defaultRedirectUrl: options.defaultRedirectUrl ?? `${login.origin}/`,
+    linkAccount: options.linkAccount,
   };
 }
 
@@ -237,7 +248,7 @@ export function ssoSession(options: SsoSessionOptions): SsoSessionMiddleware {
     defaultUrl: resolved.defaultRedirectUrl,
     allowHttp: !cookie.secure,
   });
-  const runtime = new SsoRuntime(manager, resolved.loginUrl, redirects, cookie, limits, sessionStore);
+  const runtime = new SsoRuntime(manager, resolved.loginUrl, redirects, cookie, limits, sessionStore, resolved.linkAccount);
 
   // Keys are built once: an HMAC with a KeyObject skips re-importing the secret on every request.
   const keys = resolved.secrets.map((secret) => createSecretKey(Buffer.from(secret, 'utf8')));

@@ -1,9 +1,18 @@
+import type { Request } from 'express';
+import type { Identity } from './identity';
+
 /** How a user proved who they are. `password`, `qr` and `oidc` are the kit's own; apps may add their own. */
 export type AuthenticationMethod = 'password' | 'qr' | 'oidc' | 'basic' | (string & {});
 
+/** Identity-provider details kept on a session user: never secrets or tokens. */
+export type UserAttributes = Record<string, string | number | boolean | null>;
+
 /** The logged-in user as the session keeps it and `req.user` exposes it. */
-export interface SessionUser {
-  /** Stable user id (the subject). */
+export interface SessionUser extends Identity {
+  /**
+   * The user id: `<source>|<subject>` (see `identityId`), so users of two sources never share an id. Key sessions,
+   * permissions and your own records on it, never on `subject` alone.
+   */
   id: string;
   /** Display name. */
   name: string;
@@ -13,11 +22,42 @@ export interface SessionUser {
   /** When they authenticated, in epoch milliseconds. */
   authenticatedAt: number;
   /** Provider-specific identity details (e.g. the OIDC issuer and `sid`), never secrets. */
-  attributes?: Record<string, string | number | boolean | null>;
+  attributes?: UserAttributes;
+  /** Set when `linkAccount` logged this identity in as a local account: the identity that authenticated. */
+  linkedFrom?: Identity;
 }
 
-/** The user as given to `establishLogin`; `authenticatedAt` defaults to now. */
-export type LoginUser = Omit<SessionUser, 'authenticatedAt'> & { authenticatedAt?: number };
+/**
+ * The user as given to `establishLogin`: the identity that authenticated (source and subject), its name and
+ * roles. The id is derived from the identity; `authenticatedAt` defaults to now.
+ */
+export interface LoginUser extends Identity {
+  name: string;
+  roles: string[];
+  method: AuthenticationMethod;
+  authenticatedAt?: number;
+  attributes?: UserAttributes;
+}
+
+/**
+ * The local account a login is mapped onto by `linkAccount`. The name defaults to the login's; the roles default
+ * to none, so another source's roles never become the local account's unless the hook says so.
+ */
+export interface LinkedAccount extends Identity {
+  name?: string;
+  roles?: string[];
+  attributes?: UserAttributes;
+}
+
+/**
+ * The one place where two sources meet: given the identity that just authenticated, return the local account it
+ * logs in as, `undefined` to log it in as itself, or `null` to refuse the login (403 `account_not_linked`).
+ * Never implicit: without this hook, every identity is its own user.
+ */
+export type LinkAccount = (
+  login: Readonly<LoginUser>,
+  req: Request,
+) => LinkedAccount | null | undefined | Promise<LinkedAccount | null | undefined>;
 
 /** Bookkeeping the kit keeps in every logged-in session. */
 export interface SessionMeta {

@@ -67,12 +67,32 @@ const viaHttps = (path: string) => request(url).get(path).set('X-Forwarded-Proto
 describe('requireBasic: credentials', () => {
   it('sets req.user with method basic for good credentials', async () => {
     const res = await viaHttps('/ops/status').set('Authorization', basic('ops', 'ops-password')).expect(200);
-    expect(res.body).toEqual({ id: 'ops', name: 'Ops robot', roles: ['editor'], method: 'basic', authenticatedAt: expect.any(Number) });
+    expect(res.body).toEqual({
+      id: 'basic:credentials|ops',
+      source: 'basic:credentials',
+      subject: 'ops',
+      name: 'Ops robot',
+      roles: ['editor'],
+      method: 'basic',
+      authenticatedAt: expect.any(Number),
+    });
   });
 
   it('accepts UTF-8 user-ids and passwords', async () => {
     const res = await viaHttps('/ops/status').set('Authorization', basic('jürgen', 'pässwörd')).expect(200);
-    expect(res.body.id).toBe('jürgen');
+    expect(res.body).toMatchObject({ id: 'basic:credentials|jürgen', subject: 'jürgen' });
+  });
+
+  it('names its users by the source option, so they never share an id with another source', async () => {
+    const { url: robots } = await serve((app) => {
+      app.use(requireBasic({ verify, source: 'basic:ops-robots' }));
+    });
+    const res = await request(robots)
+      .get('/')
+      .set('X-Forwarded-Proto', 'https')
+      .set('Authorization', basic('ops', 'ops-password'))
+      .expect(200);
+    expect(res.body).toMatchObject({ id: 'basic:ops-robots|ops', source: 'basic:ops-robots', subject: 'ops' });
   });
 
   it('feeds requirePermission with the roles of the Basic user', async () => {
@@ -169,7 +189,7 @@ describe('requireBasic: HTTPS only', () => {
       try {
         const tlsUrl = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
         const res = await request(tlsUrl).get('/').ca(cert).set('Authorization', basic('ops', 'ops-password')).expect(200);
-        expect(res.body).toMatchObject({ id: 'ops', method: 'basic' });
+        expect(res.body).toMatchObject({ id: 'basic:credentials|ops', method: 'basic' });
         const challenged = await request(tlsUrl).get('/').ca(cert);
         expectProblem(challenged, 401, 'credentials_required');
       } finally {
@@ -254,6 +274,8 @@ describe('requireBasic: options', () => {
     ['the realm is not ASCII', { verify: ok, realm: 'Zürich' }, /realm must be printable ASCII/],
     ['an option is unknown', { verify: ok, relm: 'x' }, /unknown option "relm"/],
     ['allowInsecureHttp is not a boolean', { verify: ok, allowInsecureHttp: 'yes' }, /allowInsecureHttp must be true or false/],
+    ['the source has no kind', { verify: ok, source: 'robots' }, /source must be "<kind>:<name>"/],
+    ['the source has a "|"', { verify: ok, source: 'basic:a|b' }, /source must be .* without spaces or "\|"/],
   ])('throws a TypeError when %s', (_name, given, message) => {
     expect(() => requireBasic(given as RequireBasicOptions)).toThrow(TypeError);
     expect(() => requireBasic(given as RequireBasicOptions)).toThrow(message);

@@ -9,6 +9,7 @@ import { createRedisConnection, RedisStore } from '../../lib/store';
 import { RefreshTokens } from '../../lib/tokens';
 import { deleteByPrefix, testPrefix } from '../helpers/redis';
 import { keySlot, recordKeySlots, startRedisCluster, type RedisClusterHarness } from '../helpers/redis-cluster';
+import { TEST_SOURCE, userId } from '../helpers/sso-apps';
 import { plainRequest } from '../helpers/sso-load-apps';
 
 /** Replaces the random parts of a key (ids, tokens, hashes) so the list shows key shapes, not instances. */
@@ -86,7 +87,7 @@ describe('every store operation of the kit on a Redis Cluster', () => {
         try {
           await establishLogin(
             req,
-            { id: String(req.params.id), name: 'Cluster user', roles: ['customer'], method: 'password' },
+            { source: TEST_SOURCE, subject: String(req.params.id), name: 'Cluster user', roles: ['customer'], method: 'password' },
             { tags: [`sid:${String(req.params.id)}`] },
           );
           res.status(204).end();
@@ -105,19 +106,19 @@ describe('every store operation of the kit on a Redis Cluster', () => {
 
       const users = Array.from({ length: 12 }, (_, index) => `cluster-user-${index % 6}`);
       const cookies: Array<{ id: string; cookie: string }> = [];
-      for (const id of users) {
-        const res = await plainRequest(agent, 'POST', `${url}/login/${id}`, 'auth.example.test');
+      for (const subject of users) {
+        const res = await plainRequest(agent, 'POST', `${url}/login/${subject}`, 'auth.example.test');
         expect(res.status).toBe(204);
-        cookies.push({ id, cookie: (res.headers['set-cookie'] ?? [])[0]!.split(';')[0]! });
+        cookies.push({ id: userId(subject), cookie: (res.headers['set-cookie'] ?? [])[0]!.split(';')[0]! });
       }
       for (const { id, cookie } of cookies) {
         const res = await plainRequest(agent, 'GET', `${url}/me`, 'shop.example.test', cookie);
         expect({ status: res.status, id: (JSON.parse(res.body) as { id?: string }).id }).toEqual({ status: 200, id });
       }
-      const listed = await sso.manager.listSessions('cluster-user-0');
+      const listed = await sso.manager.listSessions(userId('cluster-user-0'));
       expect(listed).toHaveLength(2);
-      expect(await sso.manager.revokeSession('cluster-user-0', listed[0]!.id)).toBe(true);
-      expect(await sso.manager.logoutEverywhere('cluster-user-1')).toBe(2);
+      expect(await sso.manager.revokeSession(userId('cluster-user-0'), listed[0]!.id)).toBe(true);
+      expect(await sso.manager.logoutEverywhere(userId('cluster-user-1'))).toBe(2);
       expect(await sso.manager.destroyByTag('sid:cluster-user-2')).toBe(2);
 
       const qr = new QrLoginRequests(store);

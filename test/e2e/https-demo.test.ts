@@ -94,7 +94,8 @@ describe('the demo over https', () => {
     // bob has no admin role: the friendly 403 page, reached through a real OpenID Connect login.
     await expect(page.locator('#forbidden').textContent()).resolves.toContain('Bob Example');
     const me = await page.evaluate(async () => (await fetch('/me')).json());
-    expect(me).toEqual({ id: 'bob', name: 'Bob Example', roles: [], method: 'oidc' });
+    // The demo links its identity provider's logins to the directory account of the same subject.
+    expect(me).toEqual({ id: 'directory:demo|bob', name: 'Bob Example', roles: [], method: 'oidc' });
     await context.close();
   });
 });

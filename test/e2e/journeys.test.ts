@@ -60,7 +60,7 @@ describe('browser journeys through the demo', () => {
     await page.keyboard.press('Tab');
     await page.keyboard.type('alice-password');
     await Promise.all([page.waitForURL(t.demo.url('shop')), page.keyboard.press('Enter')]);
-    await expectSignedIn(page, 'alice', 'password');
+    await expectSignedIn(page, 'directory:demo|alice', 'password');
     await page.locator('#notes-status[data-state="ok"]').waitFor();
     await page.getByLabel('New note').fill('bought a lamp');
     await page.getByRole('button', { name: 'Add note' }).click();
@@ -68,7 +68,7 @@ describe('browser journeys through the demo', () => {
     await screenshot(page, 'shop-signed-in');
 
     await page.goto(t.demo.url('admin'));
-    await expectSignedIn(page, 'alice', 'password');
+    await expectSignedIn(page, 'directory:demo|alice', 'password');
     await expect(page.locator('#reports').textContent()).resolves.toContain('3 orders today');
     await screenshot(page, 'admin-signed-in');
 
@@ -88,9 +88,10 @@ describe('browser journeys through the demo', () => {
     await page.getByLabel('Username').fill('alice');
     await page.getByLabel('Password').fill('alice-password');
     await Promise.all([page.waitForURL(t.demo.url('shop')), page.getByRole('button', { name: /Sign in/ }).click()]);
-    await expectSignedIn(page, 'alice', 'oidc');
+    // Linked by the demo's linkAccount: the provider's alice is the directory's alice, with the directory's roles.
+    await expectSignedIn(page, 'directory:demo|alice', 'oidc');
     const me = await page.evaluate(async () => (await fetch('/me')).json());
-    expect(me).toEqual({ id: 'alice', name: 'Alice Example', roles: ['admin'], method: 'oidc' });
+    expect(me).toEqual({ id: 'directory:demo|alice', name: 'Alice Example', roles: ['admin'], method: 'oidc' });
     expect(cspViolations).toEqual([]);
     await context.close();
   });
@@ -150,7 +151,7 @@ describe('browser journeys through the demo', () => {
   it('(d) signing out on admin signs out of shop too', async () => {
     const { context, page } = await newPage();
     await passwordLogin(page, 'alice', 'alice-password', t.demo.url('admin'));
-    await expectSignedIn(page, 'alice', 'password');
+    await expectSignedIn(page, 'directory:demo|alice', 'password');
     await Promise.all([
       page.waitForURL((url) => url.href.startsWith(t.demo.url('auth', '/login'))),
       page.getByRole('button', { name: 'Sign out everywhere' }).click(),

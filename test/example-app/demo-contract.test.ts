@@ -59,7 +59,7 @@ describe('the demo contract', () => {
       for (const site of ['shop', 'admin'] as const) {
         const res = await t.site(site).get('/me').set('Cookie', cookie);
         expect(res.status).toBe(200);
-        expect(res.body).toEqual({ id: 'alice', name: 'Alice Example', roles: ['admin'], method: 'password' });
+        expect(res.body).toEqual({ id: 'directory:demo|alice', name: 'Alice Example', roles: ['admin'], method: 'password' });
       }
     });
 

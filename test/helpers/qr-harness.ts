@@ -26,6 +26,9 @@ const PHONE_ISSUER = 'https://idp.example.test';
 export const SHOP_REDIRECT = 'https://shop.example.test/callback/qr';
 export const ADMIN_REDIRECT = 'https://admin.example.test/callback/qr';
 
+/** The identity source of the provider's users: the default directory source. */
+export const QR_DIRECTORY_SOURCE = 'directory:local';
+
 export const USERS: Record<string, QrDirectoryUser> = {
   alice: {
     id: 'alice',
@@ -62,10 +65,19 @@ export async function startProvider(
   const tokenService = new TokenService({ keys, issuer: PHONE_ISSUER, store, accessTokenTtlSeconds: 7200 });
   const app = express();
   app.use(session({ secret: 'qr-harness-session-secret', resave: false, saveUninitialized: false, name: 'idp.sid' }));
-  // The provider's own login, reduced to what the demo confirmation page needs: a session with a user.
+  // What ssoSession does for a live session: its user becomes req.user, the only user the provider reads.
+  app.use((req, _res, next) => {
+    req.user = req.session.user;
+    next();
+  });
+  // The provider's own login, reduced to what the demo confirmation page needs: a session with a user of the
+  // directory's source, or of the source named by `?source=` (a user who signed in elsewhere).
   app.post('/test/login/:userId', (req, res) => {
+    const source = typeof req.query.source === 'string' ? req.query.source : QR_DIRECTORY_SOURCE;
     req.session.user = {
-      id: String(req.params.userId),
+      id: `${source}|${String(req.params.userId)}`,
+      source,
+      subject: String(req.params.userId),
       name: String(req.params.userId),
       roles: [],
       method: 'password',

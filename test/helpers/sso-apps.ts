@@ -18,6 +18,18 @@ import {
 export const TEST_SECRET = 'test-secret-0123456789-abcdefghijklmnopqrstuvwxyz';
 export const PARENT_DOMAIN = 'example.test';
 export const LOGIN_URL = 'https://auth.example.test/login';
+/** The identity source the test apps' `/login` logs users in from, unless a test names another. */
+export const TEST_SOURCE = 'test:users';
+
+/**
+ * The user id a test login of `subject` gets.
+ *
+ * @example
+ * expect(res.body.user).toBe(userId('u1'));
+ */
+export function userId(subject: string, source = TEST_SOURCE): string {
+  return `${source}|${subject}`;
+}
 
 /** `ssoSession` options for the test domain, over the given store options. */
 export function ssoOptions(overrides: Partial<SsoSessionOptions>): SsoSessionOptions {
@@ -25,8 +37,8 @@ export function ssoOptions(overrides: Partial<SsoSessionOptions>): SsoSessionOpt
 }
 
 /**
- * A small app of the parent domain, as a real server on a free port: `POST /login` (JSON body = the user, plus
- * `tags`), `GET /me` and `POST /orders` behind `requireSession`, `POST /logout`, `POST /logout-everywhere`,
+ * A small app of the parent domain, as a real server on a free port: `POST /login` (JSON body = the user, its
+ * `id` the subject and `source` by default {@link TEST_SOURCE}, plus `tags`), `GET /me` and `POST /orders` behind `requireSession`, `POST /logout`, `POST /logout-everywhere`,
  * `/account/sessions` (the REST resource), the test's own `routes` and the kit's error handler.
  */
 export async function startSsoApp(
@@ -38,8 +50,20 @@ export async function startSsoApp(
   app.use(express.json());
   app.use(sso);
   app.post('/login', async (req, res) => {
-    const { tags, ...user } = req.body as { id: string; name: string; roles: string[]; method: string; tags?: string[] };
-    await establishLogin(req, user, { tags });
+    const {
+      tags,
+      id,
+      source = TEST_SOURCE,
+      ...user
+    } = req.body as {
+      id: string;
+      source?: string;
+      name: string;
+      roles: string[];
+      method: string;
+      tags?: string[];
+    };
+    await establishLogin(req, { ...user, source, subject: id }, { tags });
     res.status(204).end();
   });
   app.get('/public', (req, res) => {
@@ -108,11 +132,14 @@ export function sessionIdOf(cookiePair: string): string {
   return value.slice(2, value.lastIndexOf('.'));
 }
 
-/** Logs a user in through `POST /login` of `server` (on `host`) and returns the session cookie pair. */
+/**
+ * Logs a user in through `POST /login` of `server` (on `host`) and returns the session cookie pair. `id` is the
+ * subject; the source is {@link TEST_SOURCE} unless given.
+ */
 export async function loginAs(
   server: Server,
   host: string,
-  user: { id: string; name?: string; roles?: string[]; tags?: string[] },
+  user: { id: string; source?: string; name?: string; roles?: string[]; tags?: string[] },
   cookie?: string,
 ): Promise<string> {
   const res = await via(server, host, 'post', '/login', cookie)

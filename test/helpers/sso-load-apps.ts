@@ -5,6 +5,7 @@ import express, { type Express } from 'express';
 import { errorHandler, type ErrorLogEntry } from '../../lib/http';
 import { establishLogin, logout, requireSession, ssoSession, type SsoSessionOptions } from '../../lib/session';
 import type { KeyValueStore } from '../../lib/store';
+import { TEST_SOURCE } from './sso-apps';
 
 /** The parent domain the test apps share their cookie on. */
 export const TEST_PARENT_DOMAIN = 'example.test';
@@ -30,8 +31,11 @@ export interface SsoAppsOptions {
 export interface SsoApps {
   authUrl: string;
   shopUrl: string;
-  /** Logs `userId` in at the auth app and returns the `Cookie` header value to send. */
-  login(userId: string): Promise<string>;
+  /**
+   * Logs the user of `subject` in at the auth app (source `TEST_SOURCE`, so the user id is `userId(subject)`)
+   * and returns the `Cookie` header value to send.
+   */
+  login(subject: string): Promise<string>;
   /** POST /logout on the auth app with a cookie; resolves to the answer, whatever its status. */
   logout(cookie: string): Promise<PlainResponse>;
   /** GET `path` on one app with a cookie, as a browser on that app's host would. */
@@ -43,9 +47,9 @@ export interface SsoApps {
 }
 
 /**
- * An app of the parent domain: `POST /login/:id` and `POST /logout` (only with `withLogin`) log the user in
- * directly through `establishLogin` and out through `logout`, `GET /me` answers the user behind `requireSession`,
- * errors go through `errorHandler`.
+ * An app of the parent domain: `POST /login/:id` and `POST /logout` (only with `withLogin`) log the user of
+ * subject `:id` (source `TEST_SOURCE`) in directly through `establishLogin` and out through `logout`, `GET /me`
+ * answers the user behind `requireSession`, errors go through `errorHandler`.
  *
  * @example
  * const app = sessionApp(store, secret, true);
@@ -68,7 +72,7 @@ export function sessionApp(
     app.post('/login/:id', async (req, res, next) => {
       try {
         const id = String(req.params.id);
-        await establishLogin(req, { id, name: `User ${id}`, roles: ['customer'], method: 'password' });
+        await establishLogin(req, { source: TEST_SOURCE, subject: id, name: `User ${id}`, roles: ['customer'], method: 'password' });
         res.status(204).end();
       } catch (error) {
         next(error);
@@ -154,7 +158,7 @@ export function plainRequest(
  * @example
  * const apps = await startSsoApps({ store });
  * const cookie = await apps.login('user-1');
- * expect(JSON.parse((await apps.get('shop', '/me', cookie)).body).id).toBe('user-1');
+ * expect(JSON.parse((await apps.get('shop', '/me', cookie)).body).id).toBe(userId('user-1'));
  * await apps.close();
  */
 export async function startSsoApps(options: SsoAppsOptions): Promise<SsoApps> {
@@ -170,10 +174,10 @@ export async function startSsoApps(options: SsoAppsOptions): Promise<SsoApps> {
     authUrl: auth.url,
     shopUrl: shop.url,
     serverErrors,
-    async login(userId: string) {
-      const res = await plainRequest(agent, 'POST', `${auth.url}/login/${encodeURIComponent(userId)}`, hosts.auth);
+    async login(subject: string) {
+      const res = await plainRequest(agent, 'POST', `${auth.url}/login/${encodeURIComponent(subject)}`, hosts.auth);
       const setCookie = (res.headers['set-cookie'] ?? []).find((line) => line.startsWith('sso.sid='));
-      if (res.status !== 204 || !setCookie) throw new Error(`login of ${userId} answered ${res.status}: ${res.body}`);
+      if (res.status !== 204 || !setCookie) throw new Error(`login of ${subject} answered ${res.status}: ${res.body}`);
       return setCookie.split(';')[0]!;
     },
     logout(cookie) {

@@ -56,14 +56,16 @@ describe('oidcCallback against a real OpenID provider', () => {
     const onShop = await ua.request(`${apps.shop.origin}/me`);
     expect(onShop.status).toBe(200);
     expect(JSON.parse(onShop.body).user).toMatchObject({
-      id: 'alice',
+      id: `oidc:${idp.issuer}|alice`,
+      source: `oidc:${idp.issuer}`,
+      subject: 'alice',
       name: 'Alice Example',
       roles: ['admin', 'editor'],
       method: 'oidc',
       attributes: { provider: 'corp', issuer: idp.issuer, email: 'alice@example.test' },
     });
     const onAuth = await ua.request(`${apps.auth.origin}/me`);
-    expect(JSON.parse(onAuth.body).user.id).toBe('alice');
+    expect(JSON.parse(onAuth.body).user.id).toBe(`oidc:${idp.issuer}|alice`);
   });
 
   it('regenerates the session id at login (no fixation)', async () => {

@@ -2,7 +2,7 @@ import { defaultClaimsToUser } from '../../lib/oidc';
 
 describe('defaultClaimsToUser', () => {
   it('maps sub, name and roles', () => {
-    expect(defaultClaimsToUser({ sub: 'u1', name: 'Ada', roles: ['admin'] })).toEqual({ id: 'u1', name: 'Ada', roles: ['admin'] });
+    expect(defaultClaimsToUser({ sub: 'u1', name: 'Ada', roles: ['admin'] })).toEqual({ name: 'Ada', roles: ['admin'] });
   });
 
   it('falls back to preferred_username, then email, then sub for the name', () => {
@@ -15,7 +15,12 @@ describe('defaultClaimsToUser', () => {
   });
 
   it('prefers userinfo values but never its sub', () => {
-    expect(defaultClaimsToUser({ sub: 'u1', name: 'Old' }, { sub: 'u2', name: 'New' })).toMatchObject({ id: 'u1', name: 'New' });
+    expect(defaultClaimsToUser({ sub: 'u1', name: 'Old' }, { sub: 'u2', name: 'New' })).toEqual({ name: 'New', roles: [] });
+    expect(defaultClaimsToUser({ sub: 'u1' }, { sub: 'u2' }).name).toBe('u1');
+  });
+
+  it('returns no id: the identity is always (issuer, sub)', () => {
+    expect(defaultClaimsToUser({ sub: 'u1', name: 'Ada', id: 'admin' }, { id: 'admin' })).not.toHaveProperty('id');
   });
 
   it('grants no role from a malformed roles claim', () => {

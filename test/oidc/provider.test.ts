@@ -36,6 +36,12 @@ describe('oidcProvider options', () => {
     ['a negative timeout', { timeoutMs: -1 }, /timeoutMs must be a positive number/],
     ['a huge clock tolerance', { clockToleranceSeconds: 3600 }, /clockToleranceSeconds/],
     ['an upper-case name', { name: 'Corp' }, /name must be lowercase/],
+    [
+      'an issuer with "|", which could not name its identity source',
+      { issuer: 'https://idp.example.test/a|b' },
+      /issuer must be .* without spaces or "\|"/,
+    ],
+    ['an issuer with a space', { issuer: 'https://idp.example.test/a b' }, /issuer must be .* without spaces or "\|"/],
     ['an unknown option', { issuerUrl: 'x' }, /unknown option "issuerUrl"/],
     ['a non-function claims mapping', { claimsToUser: 'sub' as never }, /claimsToUser must be a function/],
     [

@@ -17,6 +17,13 @@ describe('the token endpoint and userinfo calls of the callback', () => {
     const base = { clientId: 'shop', clientSecret: SECRET, allowInsecureHttpForTesting: true };
     apps.configure({ ...base, name: 'fake', issuer: fake.issuer, timeoutMs: 400 });
     apps.configure({ ...base, name: 'userinfo', issuer: fake.issuer, fetchUserinfo: true });
+    // A mapping written for the old model, which chose the user id itself.
+    apps.configure({
+      ...base,
+      name: 'chooses-id',
+      issuer: fake.issuer,
+      claimsToUser: () => ({ id: 'admin', name: 'Admin', roles: ['admin'] }) as never,
+    });
     apps.configure({
       ...base,
       name: 'down',
@@ -107,7 +114,19 @@ describe('the token endpoint and userinfo calls of the callback', () => {
     fake.userinfo = { sub: fake.sub, name: 'From Userinfo', roles: ['auditor'] };
     const { loggedIn, me } = await login('userinfo');
     expect(loggedIn).toBe(true);
-    expect(me.user).toMatchObject({ id: fake.sub, name: 'From Userinfo', roles: ['auditor'] });
+    expect(me.user).toMatchObject({
+      id: `oidc:${fake.issuer}|${fake.sub}`,
+      source: `oidc:${fake.issuer}`,
+      subject: fake.sub,
+      name: 'From Userinfo',
+      roles: ['auditor'],
+    });
+  });
+
+  it('never lets a claims mapping choose the user id: 500, no session', async () => {
+    const { last, loggedIn } = await login('chooses-id');
+    expect(last.status).toBe(500);
+    expect(loggedIn).toBe(false);
   });
 
   it('refuses a userinfo answer about another subject: 502, no session', async () => {

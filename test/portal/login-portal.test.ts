@@ -48,7 +48,7 @@ function buildApp(store: KeyValueStore, portal: Partial<LoginPortalOptions> = {}
     }),
   );
   app.get('/whoami', requireSession(), (req, res) => {
-    res.json({ id: req.user!.id, method: req.user!.method });
+    res.json({ id: req.user!.id, source: req.user!.source, subject: req.user!.subject, method: req.user!.method });
   });
   app.use(errorHandler({ log: false }));
   return app;
@@ -149,7 +149,14 @@ describe('loginPortal', () => {
       expect(line).toMatch(/Secure/i);
       expect(line).toMatch(/SameSite=Lax/i);
       const me = await fromPortal(request(app).get('/whoami')).set('Cookie', setCookieValue(res, 'sso.sid')!);
-      expect(me.body).toEqual({ id: 'alice', method: 'password' });
+      expect(me.body).toEqual({ id: 'directory:local|alice', source: 'directory:local', subject: 'alice', method: 'password' });
+    });
+
+    it("logs a directory's users in as identities of the directory's source", async () => {
+      const staff = buildApp(redis.store, { users: { ...users, source: 'directory:staff' }, throttle: { namespace: 'staff' } });
+      const res = await login(staff, 'alice', 'alice-password');
+      const me = await fromPortal(request(staff).get('/whoami')).set('Cookie', setCookieValue(res, 'sso.sid')!);
+      expect(me.body).toEqual({ id: 'directory:staff|alice', source: 'directory:staff', subject: 'alice', method: 'password' });
     });
 
     it('issues a new session id at login, so a planted session id is worthless', async () => {
@@ -331,6 +338,11 @@ describe('loginPortal options', () => {
     ['a protocol-relative link', { providers: [{ href: '//evil.test', label: 'x' }] }, /href must be a path/],
     ['a throttle of zero', { throttle: { perAccount: { failures: 0, windowSeconds: 1 } } }, /perAccount must be/],
     ['an allowed origin with a path', { allowedOrigins: ['https://admin.example.test/x'] }, /allowedOrigins must list full origins/],
+    [
+      'a directory source without a kind',
+      { users: { source: 'staff', verifyPassword: async () => null, findById: async () => null } },
+      /users\.source must be "<kind>:<name>"/,
+    ],
   ])('rejects %s when called', (_label, extra, message) => {
     const options = { users: { verifyPassword: async () => null, findById: async () => null }, store, ...extra };
     if (_label === 'no users') delete (options as Partial<typeof options>).users;

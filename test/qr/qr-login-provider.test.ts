@@ -7,6 +7,7 @@ import {
   createLogin,
   patchStatus,
   phoneToken,
+  QR_DIRECTORY_SOURCE,
   qrconnectQuery,
   SHOP_REDIRECT,
   startProvider,
@@ -74,6 +75,12 @@ describe('qrLoginProvider options', () => {
       /tokens must implement verifyAccessToken/,
     );
     expect(() => qrLoginProvider({ ...base(), publicUrl: 'https://idp.example.test/qr' })).toThrow(/origin only/);
+  });
+
+  it('refuses a users directory whose source is not "<kind>:<name>"', () => {
+    expect(() => qrLoginProvider({ ...base(), users: { source: 'staff', findById: async () => null } })).toThrow(
+      /users\.source must be "<kind>:<name>"/,
+    );
   });
 
   it('does not mutate the options it is given', () => {
@@ -411,8 +418,8 @@ describe('two provider instances sharing Redis', () => {
 });
 
 describe('the web confirmation page (demo phone)', () => {
-  async function loggedInCookie(userId: string): Promise<string> {
-    const res = await request(idp.url).post(`/test/login/${userId}`);
+  async function loggedInCookie(userId: string, source = QR_DIRECTORY_SOURCE, provider = idp): Promise<string> {
+    const res = await request(provider.url).post(`/test/login/${userId}`).query({ source });
     return cookiePair(res.headers['set-cookie'], 'idp.sid')!;
   }
 
@@ -489,5 +496,46 @@ describe('the web confirmation page (demo phone)', () => {
     expectProblem(noOrigin, 403, 'cross_origin_request');
     const status = await request(idp.url).get(`/sns/qr-logins/${login.authCode}/status`).set('Cookie', login.binding);
     expect(status.body.status).toBe('pending');
+  });
+
+  it('refuses a user who signed in through another source, whatever their subject (403 foreign_identity)', async () => {
+    const login = await createLogin(idp.url);
+    // "alice" of a partner IdP is not the directory's alice.
+    const cookie = await loggedInCookie('alice', 'oidc:https://partner.idp.test');
+    const path = `/sns/qr-logins/${login.authCode}/confirmation`;
+    expectProblem(await request(idp.url).get(path).set('Cookie', cookie), 403, 'foreign_identity');
+    const confirm = await request(idp.url)
+      .post(path)
+      .set('Cookie', cookie)
+      .set('Origin', idp.origin)
+      .type('form')
+      .send({ status: 'confirmed' });
+    expectProblem(confirm, 403, 'foreign_identity');
+    // The phone app's resource refuses the same session.
+    const patched = await request(idp.url).patch(`/sns/qr-logins/${login.authCode}`).set('Cookie', cookie).send({ status: 'scanned' });
+    expectProblem(patched, 403, 'foreign_identity');
+    const status = await request(idp.url).get(`/sns/qr-logins/${login.authCode}/status`).set('Cookie', login.binding);
+    expect(status.body.status).toBe('pending');
+  });
+
+  it('accepts the users of the source its directory declares, and only them', async () => {
+    const staffStore = await testRedisStore('qr-provider-staff');
+    const staff = await startProvider(staffStore.store, {
+      rateLimits: false,
+      users: { source: 'directory:staff', findById: async (id) => (id === 'alice' ? { id: 'alice', name: 'Alice' } : null) },
+    });
+    try {
+      const login = await createLogin(staff.url);
+      const path = `/sns/qr-logins/${login.authCode}/confirmation`;
+      const local = await loggedInCookie('alice', QR_DIRECTORY_SOURCE, staff);
+      expectProblem(await request(staff.url).get(path).set('Cookie', local), 403, 'foreign_identity');
+      const member = await loggedInCookie('alice', 'directory:staff', staff);
+      const page = await request(staff.url).get(path).set('Cookie', member);
+      expect(page.status).toBe(200);
+      expect(page.text).toContain('id="qr-confirmed"');
+    } finally {
+      await staff.close();
+      await staffStore.cleanup();
+    }
   });
 });

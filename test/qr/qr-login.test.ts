@@ -108,6 +108,7 @@ describe('qrLogin options', () => {
     expect(() => qrLogin({ ...base, providerUrl: 'http://idp.example.test' })).toThrow(/must use https/);
     expect(() => qrLogin({ ...base, exchangeMethod: 'PUT' as never })).toThrow(/exchangeMethod/);
     expect(() => qrLogin({ ...base, retries: 2 } as never)).toThrow(/unknown option "retries"/);
+    expect(() => qrLogin({ ...base, providerUrl: 'https://idp.example.test/a|b' })).toThrow(/providerUrl must be .* without "\|"/);
     expect(() => qrLogin(base)).not.toThrow();
   });
 
@@ -146,18 +147,50 @@ describe('full QR login: relying app ↔ provider over real HTTP and Redis', () 
     expect(String(done.headers['set-cookie'])).not.toMatch(/access_token|refresh_token/);
 
     const me = await user.get('/me', 'application/json');
+    // The identity is (provider and app, openid): an openid means nothing outside its app.
+    const source = `qr:${idp.url}#shop`;
     expect(me.body.user).toMatchObject({
-      id: expect.stringMatching(/^qr:shop:[A-Za-z0-9_-]{28}$/),
+      source,
+      subject: expect.stringMatching(/^[A-Za-z0-9_-]{28}$/),
       name: 'Alice',
       method: 'qr',
       roles: [],
     });
+    expect(me.body.user.id).toBe(`${source}|${me.body.user.subject}`);
     expect(me.body.hasProviderTokens).toBe(true);
     expect(me.body.pending).toBe(0);
 
     const renewed = await user.post('/refresh');
     expect(renewed.status).toBe(200);
     expect(renewed.body).toEqual({ renewed: true });
+  });
+
+  it('keeps the identity when mapUser sets the name and roles', async () => {
+    const app = relyingApp({
+      providerUrl: idp.url,
+      secret: idp.shopSecret,
+      mapUser: (info) => ({ name: `Customer ${String(info.nickname)}`, roles: ['customer'] }),
+    });
+    const user = browser(app);
+    const start = await user.get('/login/qr');
+    const callback = await throughProvider(idp, start.headers.location as string);
+    expect((await user.get(`/callback/qr${callback.search}`)).status).toBe(302);
+    const signedIn = (await user.get('/me', 'application/json')).body.user;
+    expect(signedIn).toMatchObject({ source: `qr:${idp.url}#shop`, name: 'Customer Alice', roles: ['customer'], method: 'qr' });
+    expect(signedIn.id).toBe(`qr:${idp.url}#shop|${signedIn.subject}`);
+  });
+
+  it('never lets mapUser choose the identity: 500 and no login', async () => {
+    const app = relyingApp({
+      providerUrl: idp.url,
+      secret: idp.shopSecret,
+      mapUser: () => ({ id: 'admin', name: 'Admin', roles: ['admin'] }) as never,
+    });
+    const user = browser(app);
+    const start = await user.get('/login/qr');
+    const callback = await throughProvider(idp, start.headers.location as string);
+    expect((await user.get(`/callback/qr${callback.search}`, 'application/json')).status).toBe(500);
+    expect((await user.get('/me', 'application/json')).body.user).toBeNull();
   });
 
   it('replaces a return_to outside the parent domain with the default', async () => {
@@ -347,7 +380,13 @@ describe('against WeChat’s wire format (GET exchange, errcode bodies with HTTP
     const done = await user.get(`/callback/qr?code=${code}&state=${state}`);
     expect(done.status).toBe(302);
     const me = await user.get('/me', 'application/json');
-    expect(me.body.user).toMatchObject({ id: `qr:${wechat.appid}:oWeChatUser0000000000000001`, name: 'Nick oWeC', method: 'qr' });
+    expect(me.body.user).toMatchObject({
+      id: `qr:${wechat.url}#${wechat.appid}|oWeChatUser0000000000000001`,
+      source: `qr:${wechat.url}#${wechat.appid}`,
+      subject: 'oWeChatUser0000000000000001',
+      name: 'Nick oWeC',
+      method: 'qr',
+    });
     expect(wechat.calls.filter((call) => call.path !== '/sns/oauth2/refresh_token').map((call) => `${call.method} ${call.path}`)).toEqual([
       'GET /sns/oauth2/access_token',
       'GET /sns/userinfo',

@@ -12,6 +12,7 @@ import type { SessionUser } from '../../lib/session/types';
 import { createRedisConnection, RedisStore, type KeyValueStore } from '../../lib/store';
 import { expectProblem } from '../helpers/problem';
 import { deleteByPrefix, startPrivateRedis, testPrefix, testRedisClient, testRedisStore, type PrivateRedis } from '../helpers/redis';
+import { TEST_SOURCE, userId } from '../helpers/sso-apps';
 import type {} from '../../lib';
 
 type Jose = typeof import('jose', { with: { 'resolution-mode': 'import' } });
@@ -73,8 +74,12 @@ async function serve(build: (app: express.Express) => void): Promise<Running> {
 const sessionClient = testRedisClient();
 let sessionPrefix: string;
 
-/** express-session on real Redis, with a login route that stores the user as ssoSession's login does. */
-function withSession(app: express.Express): void {
+/**
+ * express-session on real Redis, with a login route that stores the user as ssoSession's login does (`?source=`
+ * names another identity source), and, unless `vouch` is false, the session's user set as `req.user`, as
+ * ssoSession does for a live session.
+ */
+function withSession(app: express.Express, { vouch = true } = {}): void {
   app.use(
     session({
       store: new SessionStore({ client: sessionClient, prefix: sessionPrefix }),
@@ -84,11 +89,20 @@ function withSession(app: express.Express): void {
       cookie: { httpOnly: true, sameSite: 'lax' },
     }),
   );
+  if (vouch) {
+    app.use((req, _res, next) => {
+      req.user = req.session.user;
+      next();
+    });
+  }
   app.post('/login/:id/:roles', (req, res, next) => {
     req.session.regenerate((error) => {
       if (error) return next(error);
+      const source = typeof req.query.source === 'string' ? req.query.source : TEST_SOURCE;
       const user: SessionUser = {
-        id: String(req.params.id),
+        id: userId(String(req.params.id), source),
+        source,
+        subject: String(req.params.id),
         name: 'Test',
         roles: String(req.params.roles).split(',').filter(Boolean),
         method: 'password',
@@ -100,9 +114,12 @@ function withSession(app: express.Express): void {
   });
 }
 
-async function loggedIn(url: string, id: string, roles: string[]) {
+async function loggedIn(url: string, id: string, roles: string[], source?: string) {
   const agent = request.agent(url);
-  await agent.post(`/login/${id}/${roles.join(',') || ','}`).expect(204);
+  await agent
+    .post(`/login/${id}/${roles.join(',') || ','}`)
+    .query(source === undefined ? {} : { source })
+    .expect(204);
   return agent;
 }
 
@@ -154,6 +171,18 @@ describe('requirePermission: roles from the session user', () => {
     const res = await request(app.url).get('/reports/42');
     expectProblem(res, 401, 'authentication_required');
     expect(res.headers['www-authenticate']).toBe('Bearer');
+  });
+
+  it('reads only req.user: a user in the session that no session middleware vouched for is not logged in', async () => {
+    const unvouched = await serve((a) => {
+      withSession(a, { vouch: false });
+      a.get(
+        '/reports/:id',
+        requirePermission('read', (req) => `reports:${String(req.params.id)}`, { policy }),
+      );
+    });
+    const agent = await loggedIn(unvouched.url, 'u1', ['admin']);
+    expectProblem(await agent.get('/reports/42'), 401, 'authentication_required');
   });
 
   it('does not read a URL-supplied "*" as a wildcard', async () => {
@@ -293,10 +322,10 @@ describe('requirePermission: loadRoles', () => {
 
   beforeAll(async () => {
     ({ store, cleanup } = await testRedisStore('rbac-roles'));
-    await store.addToSet('roles:u10', ['editor']);
+    await store.addToSet(`roles:${userId('u10')}`, ['editor']);
     const loadRoles = async (req: Request) => {
       calls += 1;
-      return store.members(`roles:${req.user?.id ?? req.session.user?.id}`);
+      return store.members(`roles:${req.user?.id}`);
     };
     app = await serve((a) => {
       withSession(a);
@@ -346,7 +375,7 @@ describe('requirePermission: a role store outage', () => {
     redis = await startPrivateRedis();
     client = createRedisConnection(redis.url);
     store = new RedisStore(client, { prefix: testPrefix('rbac-outage') });
-    await store.addToSet('roles:u20', ['admin']);
+    await store.addToSet(`roles:${userId('u20')}`, ['admin']);
   });
   afterAll(async () => {
     // Bring the server back so the client can finish cleanly instead of leaving a reconnect or command timer behind.
@@ -361,10 +390,7 @@ describe('requirePermission: a role store outage', () => {
   it('answers 503 with Retry-After, never "allowed" and never "logged out"', async () => {
     const app = await serve((a) => {
       withSession(a);
-      a.get(
-        '/admin',
-        requirePermission('delete', 'reports:1', { policy, loadRoles: (req) => store.members(`roles:${req.session.user?.id}`) }),
-      );
+      a.get('/admin', requirePermission('delete', 'reports:1', { policy, loadRoles: (req) => store.members(`roles:${req.user?.id}`) }));
     });
     const agent = await loggedIn(app.url, 'u20', []);
     await agent.get('/admin').expect(200);
@@ -376,7 +402,7 @@ describe('requirePermission: a role store outage', () => {
 });
 
 describe('requirePermission: check (ownership)', () => {
-  const owners = new Map([['r1', 'alice']]);
+  const owners = new Map([['r1', userId('alice')]]);
   let app: Running;
   let checked: Array<{ action: string; resource: string; source: string }> = [];
   beforeAll(async () => {
@@ -390,7 +416,7 @@ describe('requirePermission: check (ownership)', () => {
             checked.push({ action: context.action, resource: context.resource, source: context.source });
             const owner = owners.get(String(req.params.id));
             if (owner === undefined) throw new NotFoundError({ detail: 'No such report.' });
-            return owner === req.session.user?.id;
+            return owner === req.user?.id;
           },
         }),
       );
@@ -405,6 +431,11 @@ describe('requirePermission: check (ownership)', () => {
 
   it('refuses someone else with 403 even though the policy allows the action', async () => {
     expectProblem(await (await loggedIn(app.url, 'bob', ['viewer'])).get('/reports/r1'), 403, 'permission_denied');
+  });
+
+  it("refuses the owner's subject signed in through another source", async () => {
+    const elsewhere = await loggedIn(app.url, 'alice', ['viewer'], 'oidc:https://other.idp.test');
+    expectProblem(await elsewhere.get('/reports/r1'), 403, 'permission_denied');
   });
 
   it('passes on an HttpError thrown by the check', async () => {

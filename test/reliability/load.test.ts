@@ -1,5 +1,6 @@
 import { Cluster } from 'ioredis';
 import { testRedisStore } from '../helpers/redis';
+import { userId } from '../helpers/sso-apps';
 import { startSsoApps, type SsoApps } from '../helpers/sso-load-apps';
 
 const USERS = 1000;
@@ -37,7 +38,12 @@ describe('1,000 users logging in at once and browsing two apps of the parent dom
       [...cookies].flatMap(([id, cookie]) =>
         (['shop', 'auth'] as const).map(async (app) => {
           const res = await apps.get(app, '/me', cookie);
-          return { id, app, status: res.status, answered: res.status === 200 ? (JSON.parse(res.body) as { id: string }).id : undefined };
+          return {
+            id: userId(id),
+            app,
+            status: res.status,
+            answered: res.status === 200 ? (JSON.parse(res.body) as { id: string }).id : undefined,
+          };
         }),
       ),
     );
@@ -54,7 +60,7 @@ describe('1,000 users logging in at once and browsing two apps of the parent dom
     const indexSizes = await Promise.all(
       [...cookies.keys()]
         .slice(0, 100)
-        .map((id) => redis.client.call('MEMORY', 'USAGE', `${redis.prefix}user-sessions:{${id}}`) as Promise<number | null>),
+        .map((id) => redis.client.call('MEMORY', 'USAGE', `${redis.prefix}user-sessions:{${userId(id)}}`) as Promise<number | null>),
     );
     const indexAverage = indexSizes.reduce<number>((sum, size) => sum + (size ?? 0), 0) / indexSizes.length;
     console.log(

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { RedisStore } from '../../lib/store';
 import { failClosedViolations, heapAfterGc, startSteadyLoad, until, type LoadObservation } from '../helpers/fault-probes';
 import { startPrivateRedis, testPrefix, type PrivateRedis } from '../helpers/redis';
+import { userId } from '../helpers/sso-apps';
 import { startSsoApps, type SsoApps } from '../helpers/sso-load-apps';
 
 // An unhandled promise rejection fails the running test by itself under Jest 30 (jest-circus attributes it to
@@ -46,7 +47,10 @@ describe('the session middleware when Redis fails', () => {
     store = new RedisStore(redis.url, { prefix: testPrefix('faults') });
     apps = await startSsoApps({ store });
     users = await Promise.all(
-      Array.from({ length: 8 }, async (_, index) => ({ id: `fault-user-${index}`, cookie: await apps.login(`fault-user-${index}`) })),
+      Array.from({ length: 8 }, async (_, index) => ({
+        id: userId(`fault-user-${index}`),
+        cookie: await apps.login(`fault-user-${index}`),
+      })),
     );
   });
 

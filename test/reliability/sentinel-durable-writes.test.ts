@@ -2,6 +2,7 @@ import Redis from 'ioredis';
 import { createRedisConnection, RedisStore, type RedisClient } from '../../lib/store';
 import { testPrefix } from '../helpers/redis';
 import { startRedisSentinel, type RedisSentinelHarness } from '../helpers/redis-sentinel';
+import { userId } from '../helpers/sso-apps';
 import { startSsoApps, type SsoApps } from '../helpers/sso-load-apps';
 
 async function onNode<T>(port: number, work: (client: Redis) => Promise<T>): Promise<T> {
@@ -106,11 +107,11 @@ describe('acknowledged writes across a Sentinel failover while the replica lags'
     await until(replicated, 'the old master rejoining as a replica');
   }
 
-  const loginAttempts = (apps: SsoApps, ids: string[]) =>
+  const loginAttempts = (apps: SsoApps, subjects: string[]) =>
     Promise.all(
-      ids.map((id) =>
-        apps.login(id).then(
-          (cookie) => ({ id, cookie }),
+      subjects.map((subject) =>
+        apps.login(subject).then(
+          (cookie) => ({ id: userId(subject), cookie }),
           () => undefined,
         ),
       ),
@@ -133,7 +134,7 @@ describe('acknowledged writes across a Sentinel failover while the replica lags'
     await failOver();
     // The acknowledged logins are gone, and the acknowledged logout is undone: the session works again.
     for (const login of acknowledged) expect(await whoIs(plain, login!.cookie)).toBe(401);
-    expect(await whoIs(plain, leaving)).toBe('plain-leaving');
+    expect(await whoIs(plain, leaving)).toBe(userId('plain-leaving'));
   }, 90_000);
 
   it('with waitForReplicas, nothing is acknowledged while the replica lags, and what was acknowledged survives', async () => {
@@ -149,7 +150,7 @@ describe('acknowledged writes across a Sentinel failover while the replica lags'
     expect(logout.headers['set-cookie']).toBeUndefined();
 
     await failOver();
-    expect(await whoIs(durable, staying)).toBe('durable-staying');
+    expect(await whoIs(durable, staying)).toBe(userId('durable-staying'));
     const loggedOut = await durable.logout(leaving);
     expect({ status: loggedOut.status, body: loggedOut.body }).toEqual({ status: 204, body: '' });
 
@@ -158,7 +159,7 @@ describe('acknowledged writes across a Sentinel failover while the replica lags'
     expect(later.every((login) => login !== undefined)).toBe(true);
     await failOver();
     for (const login of later) expect(await whoIs(durable, login!.cookie)).toBe(login!.id);
-    expect(await whoIs(durable, staying)).toBe('durable-staying');
+    expect(await whoIs(durable, staying)).toBe(userId('durable-staying'));
     expect(await whoIs(durable, leaving)).toBe(401);
   }, 120_000);
 });

@@ -3,6 +3,7 @@ import { createRedisConnection, RedisStore, type RedisClient } from '../../lib/s
 import { failClosedViolations, startSteadyLoad, until, type LoadObservation } from '../helpers/fault-probes';
 import { testPrefix } from '../helpers/redis';
 import { startRedisSentinel, type RedisSentinelHarness } from '../helpers/redis-sentinel';
+import { userId } from '../helpers/sso-apps';
 import { startSsoApps, type SsoApps } from '../helpers/sso-load-apps';
 
 // A request may meet the dead master: the command timeout (2 s) plus the reconnection through the sentinels.
@@ -48,7 +49,8 @@ describe('the session middleware behind Redis Sentinel during a failover', () =>
 
   const send = (cookie: string, turn: number) => apps.get(turn % 2 === 0 ? 'shop' : 'auth', '/me', cookie);
   const after = (observations: LoadObservation[], time: number) => observations.filter((o) => o.at >= time);
-  const loginAll = (ids: string[]) => Promise.all(ids.map(async (id) => ({ id, cookie: await apps.login(id) })));
+  const loginAll = (subjects: string[]) =>
+    Promise.all(subjects.map(async (subject) => ({ id: userId(subject), cookie: await apps.login(subject) })));
   const authenticated = async (users: Array<{ id: string; cookie: string }>) => {
     const answers = await Promise.all(users.map((user) => send(user.cookie, 0)));
     return answers.map((res, index) => ({ id: users[index]!.id, status: res.status, body: res.body }));

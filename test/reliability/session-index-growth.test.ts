@@ -1,5 +1,6 @@
 import { testRedisStore } from '../helpers/redis';
 import { until } from '../helpers/fault-probes';
+import { userId } from '../helpers/sso-apps';
 import { startSsoApps, type SsoApps } from '../helpers/sso-load-apps';
 
 // Found by the soak (bench/soak.ts): the per-user index `user-sessions:{id}` kept the ids of sessions that expired
@@ -19,17 +20,20 @@ describe('the per-user session index over expiring sessions', () => {
   });
 
   it('does not keep the ids of sessions that expired', async () => {
-    const indexKey = `${redis.prefix}user-sessions:{index-user}`;
+    const indexKey = `${redis.prefix}user-sessions:{${userId('index-user')}}`;
     const first = await Promise.all(Array.from({ length: 20 }, () => apps.login('index-user')));
-    const firstIds = first.map((cookie) => decodeURIComponent(cookie.split('=')[1]!).slice(2).split('.')[0]!);
+    const sessionIdOf = (cookie: string) => decodeURIComponent(cookie.split('=')[1]!).slice(2).split('.')[0]!;
+    const firstIds = first.map(sessionIdOf);
+    expect(await redis.client.smembers(indexKey)).toEqual(expect.arrayContaining(firstIds));
     // Wait for the sessions themselves to be gone from Redis (1 s idle timeout), not for a guessed time.
     await until(
       async () => (await Promise.all(firstIds.map((id) => redis.client.exists(`${redis.prefix}sess:${id}`)))).every((n) => n === 0),
       5000,
       'the first sessions to expire',
     );
-    await apps.login('index-user');
+    const latest = await apps.login('index-user');
     const members = await redis.client.smembers(indexKey);
     expect(members.filter((id) => firstIds.includes(id))).toEqual([]);
+    expect(members).toContain(sessionIdOf(latest));
   });
 });

@@ -1,6 +1,7 @@
 import Redis from 'ioredis';
 import { RedisStore } from '../../lib/store';
 import { startPrivateRedis, testPrefix, type PrivateRedis } from '../helpers/redis';
+import { userId } from '../helpers/sso-apps';
 import { startSsoApps, type SsoApps } from '../helpers/sso-load-apps';
 
 // Session reads of one event-loop turn travel as one MGET; each request must still get its own user's session.
@@ -25,7 +26,10 @@ describe('session reads batched into one MGET', () => {
 
   it('answers 60 concurrent requests of 30 users each with its own user, using MGET', async () => {
     const users = await Promise.all(
-      Array.from({ length: 30 }, async (_, index) => ({ id: `batch-user-${index}`, cookie: await apps.login(`batch-user-${index}`) })),
+      Array.from({ length: 30 }, async (_, index) => ({
+        id: userId(`batch-user-${index}`),
+        cookie: await apps.login(`batch-user-${index}`),
+      })),
     );
     await admin.config('RESETSTAT');
     const requests = [...users, ...users].map(async (user, index) => {

@@ -2,7 +2,7 @@ import express from 'express';
 import request from 'supertest';
 import { testRedisStore } from '../helpers/redis';
 import { expectProblem } from '../helpers/problem';
-import { loginAs, ssoOptions, startSsoApp, via } from '../helpers/sso-apps';
+import { loginAs, ssoOptions, startSsoApp, userId, via } from '../helpers/sso-apps';
 import { checkRequestOrigin, csrfGuard, errorHandler, ssoSession, type OriginFacts } from '../../lib';
 
 const own = 'https://shop.example.test';
@@ -149,7 +149,7 @@ describe('the CSRF check inside requireSession', () => {
   it('accepts a logged-in POST from its own origin', async () => {
     const res = await order(shop.server).set('Origin', 'https://shop.example.test').set('Sec-Fetch-Site', 'same-origin');
     expect(res.status).toBe(201);
-    expect(res.body).toEqual({ by: 'ada' });
+    expect(res.body).toEqual({ by: userId('ada') });
   });
 
   it('accepts a logged-in POST whose Referer is its own page', async () => {

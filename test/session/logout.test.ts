@@ -1,6 +1,6 @@
 import { testRedisStore } from '../helpers/redis';
 import { expectProblem } from '../helpers/problem';
-import { loginAs, sessionIdOf, sessionSetCookieLine, ssoOptions, startSsoApp, via } from '../helpers/sso-apps';
+import { loginAs, sessionIdOf, sessionSetCookieLine, ssoOptions, startSsoApp, userId, via } from '../helpers/sso-apps';
 import { ssoSession } from '../../lib';
 
 const JSON_ACCEPT = 'application/json';
@@ -59,7 +59,7 @@ describe('logout and logoutEverywhere', () => {
 
   it('removes the logged-out session from the user index', async () => {
     const cookie = await loginAs(shop.server, 'shop.example.test', { id: 'carol' });
-    const indexKey = `${redis.prefix}user-sessions:{carol}`;
+    const indexKey = `${redis.prefix}user-sessions:{${userId('carol')}}`;
     expect(await redis.client.smembers(indexKey)).toEqual([sessionIdOf(cookie)]);
     await via(shop.server, 'shop.example.test', 'post', '/logout', cookie);
     expect(await redis.client.smembers(indexKey)).toEqual([]);
@@ -76,6 +76,8 @@ describe('logout and logoutEverywhere', () => {
     const second = await loginAs(admin.server, 'admin.example.test', { id: 'dave' });
     const third = await loginAs(blog.server, 'blog.example.test', { id: 'dave' });
     const someoneElse = await loginAs(shop.server, 'shop.example.test', { id: 'erin' });
+    // Another source's dave is another user.
+    const sameSubjectElsewhere = await loginAs(shop.server, 'shop.example.test', { id: 'dave', source: 'oidc:https://other.idp.test' });
     const res = await via(admin.server, 'admin.example.test', 'post', '/logout-everywhere', second).set(
       'Origin',
       'https://admin.example.test',
@@ -91,6 +93,7 @@ describe('logout and logoutEverywhere', () => {
       expectProblem(await via(server, host, 'get', '/me', cookie).set('Accept', JSON_ACCEPT), 401, 'session_required');
     }
     expect((await via(shop.server, 'shop.example.test', 'get', '/me', someoneElse)).status).toBe(200);
+    expect((await via(shop.server, 'shop.example.test', 'get', '/me', sameSubjectElsewhere)).status).toBe(200);
   });
 
   it('a request in flight when its session is revoked does not bring the session back', async () => {

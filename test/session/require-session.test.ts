@@ -2,7 +2,7 @@ import express from 'express';
 import request from 'supertest';
 import { testRedisStore } from '../helpers/redis';
 import { expectProblem } from '../helpers/problem';
-import { loginAs, ssoOptions, startSsoApp, via } from '../helpers/sso-apps';
+import { loginAs, ssoOptions, startSsoApp, userId, via } from '../helpers/sso-apps';
 import { errorHandler, requireSession, ssoSession } from '../../lib';
 
 const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
@@ -95,7 +95,7 @@ describe('requireSession', () => {
       const cookie = await loginAs(shop.server, 'shop.example.test', { id: 'ada', name: 'Ada' });
       const res = await via(shop.server, 'shop.example.test', 'get', '/me', cookie).set('Accept', BROWSER_ACCEPT);
       expect(res.status).toBe(200);
-      expect(res.body).toEqual({ id: 'ada', name: 'Ada' });
+      expect(res.body).toEqual({ id: userId('ada'), name: 'Ada' });
     });
   });
 

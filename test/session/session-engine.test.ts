@@ -2,7 +2,7 @@ import { createSecretKey } from 'node:crypto';
 import request from 'supertest';
 import { testRedisStore } from '../helpers/redis';
 import { forgeSessionCookie } from '../helpers/session-cookies';
-import { loginAs, sessionCookieOf, sessionIdOf, ssoOptions, startSsoApp, TEST_SECRET, via } from '../helpers/sso-apps';
+import { loginAs, sessionCookieOf, sessionIdOf, ssoOptions, startSsoApp, TEST_SECRET, userId, via } from '../helpers/sso-apps';
 import { ssoSession } from '../../lib';
 import { readCookie, unsignSessionId } from '../../lib/session/session-engine';
 
@@ -110,7 +110,7 @@ describe('the session engine in an app', () => {
 
   it('supports req.session.reload', async () => {
     const cookie = await loginAs(shop.server, 'shop.example.test', { id: 'reloader' });
-    expect((await via(shop.server, 'shop.example.test', 'get', '/reload', cookie)).body).toEqual({ user: 'reloader' });
+    expect((await via(shop.server, 'shop.example.test', 'get', '/reload', cookie)).body).toEqual({ user: userId('reloader') });
   });
 
   it('writes the cookie express-session would write, so plain express-session apps can share it', async () => {

@@ -1,5 +1,5 @@
 import { testRedisStore } from '../helpers/redis';
-import { loginAs, sessionIdOf, ssoOptions, startSsoApp, via } from '../helpers/sso-apps';
+import { loginAs, sessionIdOf, ssoOptions, startSsoApp, userId, via } from '../helpers/sso-apps';
 import { ssoSession } from '../../lib';
 
 describe('SessionManager', () => {
@@ -19,7 +19,7 @@ describe('SessionManager', () => {
 
   it('lists sessions by a handle that is not the session id and is stable', async () => {
     const cookie = await loginAs(shop.server, 'shop.example.test', { id: 'ada' });
-    const [summary] = await sso.manager.listSessions('ada', sessionIdOf(cookie));
+    const [summary] = await sso.manager.listSessions(userId('ada'), sessionIdOf(cookie));
     expect(summary!.id).toBe(sso.manager.handleOf(sessionIdOf(cookie)));
     expect(summary!.id).not.toContain(sessionIdOf(cookie));
     expect(summary!.current).toBe(true);
@@ -29,26 +29,32 @@ describe('SessionManager', () => {
     const kept = await loginAs(shop.server, 'shop.example.test', { id: 'bob' });
     const lost = await loginAs(shop.server, 'shop.example.test', { id: 'bob' });
     await redis.client.del(`${redis.prefix}sess:${sessionIdOf(lost)}`);
-    const sessions = await sso.manager.listSessions('bob');
+    const sessions = await sso.manager.listSessions(userId('bob'));
     expect(sessions.map((session) => session.id)).toEqual([sso.manager.handleOf(sessionIdOf(kept))]);
-    expect(await redis.client.smembers(`${redis.prefix}user-sessions:{bob}`)).toEqual([sessionIdOf(kept)]);
+    expect(await redis.client.smembers(`${redis.prefix}user-sessions:{${userId('bob')}}`)).toEqual([sessionIdOf(kept)]);
   });
 
   it('revokes only sessions of the named user', async () => {
     const cookie = await loginAs(shop.server, 'shop.example.test', { id: 'carol' });
     const handle = sso.manager.handleOf(sessionIdOf(cookie));
-    expect(await sso.manager.revokeSession('mallory', handle)).toBe(false);
-    expect((await via(shop.server, 'shop.example.test', 'get', '/me', cookie)).status).toBe(200);
-    expect(await sso.manager.revokeSession('carol', handle)).toBe(true);
+    expect(await sso.manager.revokeSession(userId('mallory'), handle)).toBe(false);
+    // The same subject of another source is another user, and a bare subject names nobody.
+    expect(await sso.manager.revokeSession(userId('carol', 'oidc:https://other.idp.test'), handle)).toBe(false);
     expect(await sso.manager.revokeSession('carol', handle)).toBe(false);
+    expect((await via(shop.server, 'shop.example.test', 'get', '/me', cookie)).status).toBe(200);
+    expect(await sso.manager.revokeSession(userId('carol'), handle)).toBe(true);
+    expect(await sso.manager.revokeSession(userId('carol'), handle)).toBe(false);
     expect((await via(shop.server, 'shop.example.test', 'get', '/me', cookie).set('Accept', 'application/json')).status).toBe(401);
   });
 
   it('logoutEverywhere counts the live sessions it ended', async () => {
     await loginAs(shop.server, 'shop.example.test', { id: 'dave' });
     await loginAs(shop.server, 'shop.example.test', { id: 'dave' });
-    expect(await sso.manager.logoutEverywhere('dave')).toBe(2);
-    expect(await sso.manager.logoutEverywhere('dave')).toBe(0);
-    expect(await sso.manager.listSessions('dave')).toEqual([]);
+    const elsewhere = await loginAs(shop.server, 'shop.example.test', { id: 'dave', source: 'oidc:https://other.idp.test' });
+    expect(await sso.manager.logoutEverywhere(userId('dave'))).toBe(2);
+    expect(await sso.manager.logoutEverywhere(userId('dave'))).toBe(0);
+    expect(await sso.manager.listSessions(userId('dave'))).toEqual([]);
+    // The other source's dave is someone else and stays logged in.
+    expect((await via(shop.server, 'shop.example.test', 'get', '/me', elsewhere)).status).toBe(200);
   });
 });

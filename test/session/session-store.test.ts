@@ -1,7 +1,7 @@
 import type { SessionData } from 'express-session';
 import { testRedisStore } from '../helpers/redis';
 import { expectProblem } from '../helpers/problem';
-import { loginAs, sessionIdOf, ssoOptions, startSsoApp, via } from '../helpers/sso-apps';
+import { loginAs, sessionIdOf, ssoOptions, startSsoApp, userId, via } from '../helpers/sso-apps';
 import { MemoryStore, ssoSession } from '../../lib';
 import { KeyValueSessionStore, markFreshLogin, mergeSessionChanges, SsoRedisSessionStore } from '../../lib/session/session-store';
 import type { SessionLimits } from '../../lib/session/session-lifetime';
@@ -11,7 +11,15 @@ const limits: SessionLimits = { idleMs: 60_000, absoluteMs: 600_000, touchAfterM
 function loggedIn(createdAt: number, lastSeenAt = createdAt): SessionData {
   return {
     cookie: { originalMaxAge: null },
-    user: { id: 'ada', name: 'Ada', roles: [], method: 'password', authenticatedAt: createdAt },
+    user: {
+      id: userId('ada'),
+      source: 'test:users',
+      subject: 'ada',
+      name: 'Ada',
+      roles: [],
+      method: 'password',
+      authenticatedAt: createdAt,
+    },
     meta: { createdAt, lastSeenAt },
   } as unknown as SessionData;
 }
@@ -48,7 +56,7 @@ describe('SsoRedisSessionStore (connect-redis)', () => {
     const live = loggedIn(Date.now());
     markFreshLogin(live);
     await call((done) => store.set('live', live, done));
-    expect(await call<SessionData>((done) => store.get('live', done))).toMatchObject({ user: { id: 'ada' } });
+    expect(await call<SessionData>((done) => store.get('live', done))).toMatchObject({ user: { id: userId('ada') } });
 
     await redis.client.set(`${redis.prefix}sess:old`, JSON.stringify(loggedIn(Date.now() - 120_000, Date.now() - 61_000)));
     expect(await call((done) => store.get('old', done))).toBeNull();
@@ -71,7 +79,7 @@ describe('KeyValueSessionStore (MemoryStore path)', () => {
     const fresh = loggedIn(Date.now());
     markFreshLogin(fresh);
     await call((done) => store.set('fresh', fresh, done));
-    expect(await call<SessionData>((done) => store.get('fresh', done))).toMatchObject({ user: { id: 'ada' } });
+    expect(await call<SessionData>((done) => store.get('fresh', done))).toMatchObject({ user: { id: userId('ada') } });
     await memory.set('sess:old', JSON.stringify(loggedIn(Date.now() - 700_000, Date.now())));
     expect(await call((done) => store.get('old', done))).toBeNull();
     expect(await memory.get('sess:old')).toBeNull();
@@ -87,7 +95,7 @@ describe('KeyValueSessionStore (MemoryStore path)', () => {
       const cookie = await loginAs(shop.server, 'shop.example.test', { id: 'ada' });
       expect(await memory.get(`sess:${sessionIdOf(cookie)}`)).not.toBeNull();
       expect((await via(admin.server, 'admin.example.test', 'get', '/me', cookie)).status).toBe(200);
-      expect(await sso.manager.listSessions('ada')).toHaveLength(1);
+      expect(await sso.manager.listSessions(userId('ada'))).toHaveLength(1);
       await via(admin.server, 'admin.example.test', 'post', '/logout', cookie);
       expectProblem(
         await via(shop.server, 'shop.example.test', 'get', '/me', cookie).set('Accept', 'application/json'),
@@ -181,7 +189,7 @@ describe.each([
       },
     );
     const fields = await via(app.server, host, 'get', '/fields', cookie);
-    expect(fields.body).toMatchObject({ x: 'from-a', y: 'from-b', user: 'ada' });
+    expect(fields.body).toMatchObject({ x: 'from-a', y: 'from-b', user: userId('ada') });
   });
 
   it('keeps tokens refreshed by another request while a touch-only request was in flight', async () => {

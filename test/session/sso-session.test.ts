@@ -3,7 +3,17 @@ import Redis from 'ioredis';
 import { keysByPrefix, startPrivateRedis, testRedisStore, type PrivateRedis } from '../helpers/redis';
 import { expectProblem } from '../helpers/problem';
 import { forgeSessionCookie } from '../helpers/session-cookies';
-import { loginAs, sessionIdOf, sessionSetCookieLine, ssoOptions, startSsoApp, TEST_SECRET, via } from '../helpers/sso-apps';
+import {
+  loginAs,
+  sessionIdOf,
+  sessionSetCookieLine,
+  ssoOptions,
+  startSsoApp,
+  TEST_SECRET,
+  TEST_SOURCE,
+  userId,
+  via,
+} from '../helpers/sso-apps';
 import { MemoryStore, ssoSession, type RedisStore, type SsoSessionOptions } from '../../lib';
 
 describe('ssoSession across subdomains', () => {
@@ -27,7 +37,7 @@ describe('ssoSession across subdomains', () => {
     const cookie = await loginAs(shop.server, 'shop.example.test', { id: 'ada' });
     const res = await via(admin.server, 'admin.example.test', 'get', '/me', cookie);
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ id: 'ada', name: 'ada' });
+    expect(res.body).toEqual({ id: userId('ada'), name: 'ada' });
   });
 
   it('sets the cookie HttpOnly, Secure, SameSite=Lax on the parent domain with Path=/', async () => {
@@ -54,7 +64,7 @@ describe('ssoSession across subdomains', () => {
     expect(sessionIdOf(after)).not.toBe(sessionIdOf(before));
     const old = await via(shop.server, 'shop.example.test', 'get', '/me', before).set('Accept', 'application/json');
     expectProblem(old, 401, 'session_required');
-    expect((await via(shop.server, 'shop.example.test', 'get', '/me', after)).body.id).toBe('carol');
+    expect((await via(shop.server, 'shop.example.test', 'get', '/me', after)).body.id).toBe(userId('carol'));
   });
 
   it('does not set a cookie or write to Redis for an anonymous visit', async () => {
@@ -97,13 +107,13 @@ describe('ssoSession across subdomains', () => {
     const cookie = await loginAs(shop.server, 'shop.example.test', { id: 'gina' });
     const key = `${(redis.store as RedisStore).prefix}sess:${sessionIdOf(cookie)}`;
     const stored = JSON.parse((await redis.client.get(key))!);
-    expect(stored.user).toMatchObject({ id: 'gina', method: 'password' });
+    expect(stored.user).toMatchObject({ id: userId('gina'), source: TEST_SOURCE, subject: 'gina', method: 'password' });
     expect(stored.meta).toMatchObject({ createdAt: expect.any(Number), lastSeenAt: expect.any(Number), userAgent: expect.any(String) });
   });
 
   it('sets req.user on public routes for a logged-in browser', async () => {
     const cookie = await loginAs(shop.server, 'shop.example.test', { id: 'hank' });
-    expect((await via(admin.server, 'admin.example.test', 'get', '/public', cookie)).body).toEqual({ user: 'hank' });
+    expect((await via(admin.server, 'admin.example.test', 'get', '/public', cookie)).body).toEqual({ user: userId('hank') });
   });
 });
 
