@@ -140,8 +140,7 @@ export async function createDemoIdentityProvider(options: DemoIdentityProviderOp
       const details = await provider.interactionDetails(req, res);
       const username = typeof req.body?.username === 'string' ? req.body.username : '';
       const password = typeof req.body?.password === 'string' ? req.body.password : '';
-      const ip = req.ip ?? 'unknown';
-      const decision = await options.throttle.attempt(username, ip);
+      const decision = await options.throttle.attempt({ username, address: req.ip ?? '' });
       if (!decision.allowed) {
         res.status(429).set({ 'Cache-Control': 'no-store', 'Retry-After': String(decision.retryAfterSeconds) });
         res
@@ -151,12 +150,11 @@ export async function createDemoIdentityProvider(options: DemoIdentityProviderOp
       }
       const user = await users.verifyPassword(username, password);
       if (!user) {
-        await options.throttle.recordFailure(ip);
         res.status(401).setHeader('Cache-Control', 'no-store');
         res.type('html').send(loginPage(details.uid, String(details.params.client_id ?? ''), 'Wrong username or password', username));
         return;
       }
-      await options.throttle.recordSuccess(username);
+      await options.throttle.recordSuccess(decision);
       await provider.interactionFinished(req, res, { login: { accountId: user.id } }, { mergeWithLastSubmission: false });
     },
   );

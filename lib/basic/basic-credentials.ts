@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { parsePasswordHash, verifyPasswordHash, type ParsedPasswordHash } from '../portal/password-hash';
+import { parsePasswordHash, verifyPasswordHash, type ParsedPasswordHash } from '../util/password-hash';
 
 /** The user a Basic verifier accepts; `requireBasic` turns it into `req.user` with method `basic`. */
 export interface BasicUser {

@@ -1,4 +1,5 @@
-export { loginPortal, type LoginPortalOptions, type PortalLoginLink } from './login-portal';
+export { loginPortal } from './login-portal';
+export { type LoginPortalOptions, type PortalLoginLink } from './portal-options';
 export {
   fileUserDirectory,
   redisUserDirectory,
@@ -7,6 +8,7 @@ export {
   type DirectoryUser,
   type UserRecord,
   type ManagedUserDirectory,
+  type FileUserDirectoryOptions,
   type RedisUserDirectoryOptions,
 } from './user-directory';
 export {
@@ -16,12 +18,22 @@ export {
   DEFAULT_SCRYPT_PARAMETERS,
   type ScryptParameters,
   type ParsedPasswordHash,
-} from './password-hash';
+} from '../util/password-hash';
 export {
   LoginThrottle,
-  DEFAULT_ACCOUNT_LIMIT,
-  DEFAULT_IP_LIMIT,
+  MAX_DEVICE_TOKENS,
+  type LoginAttemptFacts,
+  type AllowedLogin,
+  type RefusedLogin,
+  type ThrottleDecision,
+  type ThrottleScope,
+  type IssuedDeviceTokens,
+} from './login-throttle';
+export {
+  DEFAULT_THROTTLE_LIMITS,
+  DEFAULT_DEVICE_TOKEN_LIFETIME_SECONDS,
   type LoginThrottleOptions,
   type ThrottleLimit,
-  type ThrottleDecision,
-} from './login-throttle';
+} from './login-throttle-options';
+export { clientNetwork, DEFAULT_IPV6_PREFIX_LENGTH } from './client-network';
+export { DEVICE_COOKIE } from './device-cookie';

@@ -1,9 +1,10 @@
 import { readFileSync } from 'node:fs';
-import { DEFAULT_DIRECTORY_SOURCE } from '../session/identity';
+import { DEFAULT_DIRECTORY_SOURCE, sourceProblem } from '../session/identity';
 import type { KeyValueStore } from '../store/port';
+import { checkOptions, OptionsError, type OptionSchema } from '../util/options';
+import { hashPassword, parsePasswordHash, verifyPasswordHash, type ParsedPasswordHash } from '../util/password-hash';
 
 export { DEFAULT_DIRECTORY_SOURCE };
-import { hashPassword, parsePasswordHash, verifyPasswordHash, type ParsedPasswordHash } from './password-hash';
 
 /** A user as a directory gives it to the portal: what goes into the session, never the password hash. */
 export interface DirectoryUser {
@@ -98,25 +99,44 @@ function decoyFor(template: ParsedPasswordHash): Promise<ParsedPasswordHash> {
   return decoy;
 }
 
+/** Options of {@link fileUserDirectory}. */
+export interface FileUserDirectoryOptions {
+  /**
+   * The identity source of the directory's users, `directory:<name>`: their user ids are `<source>|<id>`.
+   * Default `directory:local`.
+   */
+  source?: string;
+}
+
+function directorySourceProblem(source: string): string | undefined {
+  return (
+    sourceProblem(source) ?? (source.startsWith('directory:') ? undefined : `must be "directory:<name>", got ${JSON.stringify(source)}`)
+  );
+}
+
+const SOURCE_OPTION = { type: 'string', expected: 'an identity source like "directory:staff"', check: directorySourceProblem } as const;
+const FILE_OPTIONS: OptionSchema = { source: SOURCE_OPTION };
+
 /**
  * A read-only directory from a JSON file (an array of {@link UserRecord}) or from records given in code. The file
  * is read and every record validated when this is called, so a broken file stops the app at start-up.
  *
  * @example
- * const users = fileUserDirectory('config/users.json');
+ * const users = fileUserDirectory('config/users.json', { source: 'directory:staff' });
  * app.use(loginPortal({ users, store }));
  */
-export function fileUserDirectory(source: string | readonly UserRecord[]): UserDirectory {
+export function fileUserDirectory(pathOrRecords: string | readonly UserRecord[], options: FileUserDirectoryOptions = {}): UserDirectory {
   const where = 'fileUserDirectory';
+  checkOptions(where, options as unknown, FILE_OPTIONS);
   let raw: unknown;
-  if (typeof source === 'string') {
+  if (typeof pathOrRecords === 'string') {
     try {
-      raw = JSON.parse(readFileSync(source, 'utf8'));
+      raw = JSON.parse(readFileSync(pathOrRecords, 'utf8'));
     } catch (error) {
-      throw new TypeError(`${where}: cannot read users from "${source}": ${(error as Error).message}`, { cause: error });
+      throw new TypeError(`${where}: cannot read users from "${pathOrRecords}": ${(error as Error).message}`, { cause: error });
     }
   } else {
-    raw = source;
+    raw = pathOrRecords;
   }
   if (!Array.isArray(raw)) throw new TypeError(`${where}: expected an array of user records (or a path to a JSON file holding one)`);
   const byName = new Map<string, { record: UserRecord; hash: ParsedPasswordHash }>();
@@ -134,6 +154,7 @@ export function fileUserDirectory(source: string | readonly UserRecord[]): UserD
   const template = byName.values().next().value?.hash ?? null;
 
   return {
+    source: options.source ?? DEFAULT_DIRECTORY_SOURCE,
     async verifyPassword(username: string, password: string): Promise<DirectoryUser | null> {
       const entry = typeof username === 'string' ? byName.get(normalizeUsername(username)) : undefined;
       if (!entry) {
@@ -154,7 +175,20 @@ export function fileUserDirectory(source: string | readonly UserRecord[]): UserD
 export interface RedisUserDirectoryOptions {
   /** Key namespace inside the store. Default `users`. */
   namespace?: string;
+  /**
+   * The identity source of the directory's users, `directory:<name>`: their user ids are `<source>|<id>`.
+   * Default `directory:local`.
+   */
+  source?: string;
 }
+
+const REDIS_OPTIONS: OptionSchema = {
+  namespace: {
+    type: 'string',
+    check: (namespace: string) => (/^[A-Za-z0-9:_-]+$/.test(namespace) ? undefined : `must match [A-Za-z0-9:_-]+, got "${namespace}"`),
+  },
+  source: SOURCE_OPTION,
+};
 
 /** A {@link UserDirectory} kept in the kit store, with methods to manage its users. */
 export interface ManagedUserDirectory extends UserDirectory {
@@ -170,17 +204,15 @@ export interface ManagedUserDirectory extends UserDirectory {
  * (`users:name:<username>` → id), each a single-key operation.
  *
  * @example
- * const users = redisUserDirectory(store);
+ * const users = redisUserDirectory(store, { source: 'directory:staff' });
  * await users.put({ id: 'u1', username: 'alice', name: 'Alice', roles: ['admin'], passwordHash: await hashPassword('pw') });
  */
 export function redisUserDirectory(store: KeyValueStore, options: RedisUserDirectoryOptions = {}): ManagedUserDirectory {
   if (!store || typeof store.get !== 'function' || typeof store.setIfAbsent !== 'function') {
-    throw new TypeError('redisUserDirectory: pass the kit store, e.g. redisUserDirectory(new RedisStore(url))');
+    throw new OptionsError('redisUserDirectory: pass the kit store, e.g. redisUserDirectory(new RedisStore(url))');
   }
+  checkOptions('redisUserDirectory', options as unknown, REDIS_OPTIONS);
   const namespace = options.namespace ?? 'users';
-  if (typeof namespace !== 'string' || !/^[A-Za-z0-9:_-]+$/.test(namespace)) {
-    throw new TypeError(`redisUserDirectory: namespace must match [A-Za-z0-9:_-]+, got ${JSON.stringify(namespace)}`);
-  }
   const idKey = (id: string) => `${namespace}:id:${encodeURIComponent(id)}`;
   const nameKey = (username: string) => `${namespace}:name:${encodeURIComponent(normalizeUsername(username))}`;
   let decoy: Promise<ParsedPasswordHash> | undefined;
@@ -191,6 +223,7 @@ export function redisUserDirectory(store: KeyValueStore, options: RedisUserDirec
   }
 
   return {
+    source: options.source ?? DEFAULT_DIRECTORY_SOURCE,
     async verifyPassword(username: string, password: string): Promise<DirectoryUser | null> {
       const id = typeof username === 'string' && username.length > 0 ? await store.get(nameKey(username)) : null;
       const record = id === null ? null : await read(id);

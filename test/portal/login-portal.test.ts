@@ -1,9 +1,15 @@
+import { format } from 'node:util';
+import createDebug from 'debug';
 import express, { type Express } from 'express';
 import request from 'supertest';
 import { errorHandler, securityHeaders } from '../../lib/http';
+import express4 from 'express4';
+import { DEVICE_COOKIE } from '../../lib/portal/device-cookie';
 import { loginPortal, type LoginPortalOptions } from '../../lib/portal/login-portal';
-import { hashPassword } from '../../lib/portal/password-hash';
 import { fileUserDirectory, type UserDirectory } from '../../lib/portal/user-directory';
+import { debugChannel } from '../../lib/util/debug';
+import { OptionsError } from '../../lib/util/options';
+import { hashPassword } from '../../lib/util/password-hash';
 import { requireSession, ssoSession } from '../../lib/session';
 import { RedisStore, type KeyValueStore } from '../../lib/store';
 import { setCookieLine, setCookieValue } from '../helpers/cookies';
@@ -33,8 +39,8 @@ beforeAll(async () => {
   ]);
 });
 
-function buildApp(store: KeyValueStore, portal: Partial<LoginPortalOptions> = {}): Express {
-  const app = express();
+function buildApp(store: KeyValueStore, portal: Partial<LoginPortalOptions> = {}, createApp: () => Express = express): Express {
+  const app = createApp();
   app.set('trust proxy', true);
   app.use(securityHeaders());
   app.use(ssoSession({ store, cookieDomain: 'example.test', secret: SECRET, loginUrl: `${AUTH_ORIGIN}/login` }));
@@ -64,7 +70,7 @@ function fromPortal(test: request.Test, userAgent = 'Browser A'): request.Test {
     .set('X-Forwarded-For', '203.0.113.5');
 }
 
-async function login(app: Express, username: string, password: string, returnTo = '', userAgent = 'Browser A', cookie?: string) {
+function login(app: Express, username: string, password: string, returnTo = '', userAgent = 'Browser A', cookie?: string): request.Test {
   const test = fromPortal(request(app).post('/login'), userAgent).type('form');
   if (cookie) test.set('Cookie', cookie);
   return test.send({ username, password, return_to: returnTo });
@@ -220,29 +226,108 @@ describe('loginPortal', () => {
     });
   });
 
-  describe('brute-force throttling', () => {
-    it('answers 429 with Retry-After once an account has failed 5 times, even for the right password', async () => {
-      const throttled = buildApp(redis.store, { throttle: { namespace: 'throttle-a' } });
+  describe('guessing throttle', () => {
+    // A whole hour, so every window starts here and Retry-After is exact.
+    const START = Date.UTC(2031, 0, 1, 12);
+    let run = 0;
+    function throttledApp(throttle: LoginPortalOptions['throttle'] = {}): Express {
+      run += 1;
+      return buildApp(redis.store, { throttle: { namespace: `throttle-${run}`, clock: () => START, ...throttle } });
+    }
+
+    it('answers 429 with Retry-After and the login page once a new browser has failed 5 times, even for the right password', async () => {
+      const throttled = throttledApp();
       for (let i = 0; i < 5; i += 1) expect((await login(throttled, 'bob', `guess-${i}`)).status).toBe(401);
       const res = await login(throttled, 'bob', 'bob-password');
       expect(res.status).toBe(429);
-      expect(Number(res.headers['retry-after'])).toBeGreaterThan(800);
-      expect(res.text).toContain('role="alert"');
-      expect(res.text).toMatch(/Too many failed attempts/);
+      expect(res.headers['retry-after']).toBe('900');
+      expect(res.headers['content-type']).toMatch(/^text\/html/);
+      expect(res.text).toContain('<p class="alert" role="alert" id="login-error">Too many failed attempts. Try again in 15 minutes.</p>');
       expect(setCookieValue(res, 'sso.sid')).toBeUndefined();
+      expect(setCookieValue(res, DEVICE_COOKIE)).toBeUndefined();
     });
 
-    it('throttles unknown usernames exactly like known ones', async () => {
-      const throttled = buildApp(redis.store, { throttle: { namespace: 'throttle-b' } });
-      for (let i = 0; i < 5; i += 1) await login(throttled, 'ghost', `guess-${i}`);
-      expect((await login(throttled, 'ghost', 'x')).status).toBe(429);
+    it('answers a throttled unknown username exactly as a throttled known one', async () => {
+      const throttled = throttledApp();
+      const answers = [];
+      for (const username of ['bob', 'ghost']) {
+        for (let i = 0; i < 5; i += 1) await login(throttled, username, `guess-${i}`);
+        const res = await login(throttled, username, 'x');
+        const { date: _date, 'content-length': _length, etag: _etag, ...headers } = res.headers;
+        answers.push({ status: res.status, headers, page: res.text.replace(`value="${username}"`, '') });
+      }
+      expect(answers[0]!.status).toBe(429);
+      expect(answers[1]).toEqual(answers[0]);
     });
 
-    it('throttles one IP guessing across many accounts', async () => {
-      const throttled = buildApp(redis.store, { throttle: { namespace: 'throttle-c', perIp: { failures: 3, windowSeconds: 60 } } });
+    it('throttles one network guessing across many accounts', async () => {
+      const throttled = throttledApp({ perNetwork: { failures: 3, windowSeconds: 60 } });
       for (const name of ['u1', 'u2', 'u3']) await login(throttled, name, 'x');
-      const res = await login(throttled, 'alice', 'alice-password');
-      expect(res.status).toBe(429);
+      expect((await login(throttled, 'alice', 'alice-password')).status).toBe(429);
+    });
+
+    it('gives a browser that signs in a device cookie: HttpOnly, Secure, SameSite=Lax, host-only, on the login path', async () => {
+      const res = await login(throttledApp(), 'alice', 'alice-password');
+      expect(res.status).toBe(302);
+      const line = setCookieLine(res, DEVICE_COOKIE)!;
+      expect(line).toMatch(/^sso\.device=d1\.[A-Za-z0-9_-]{22}\.\d+\.[A-Za-z0-9_-]{43};/);
+      expect(line).toMatch(/; HttpOnly(;|$)/i);
+      expect(line).toMatch(/; Secure(;|$)/i);
+      expect(line).toMatch(/; SameSite=Lax(;|$)/i);
+      expect(line).toMatch(/; Path=\/login(;|$)/);
+      expect(line).toMatch(/; Max-Age=2592000(;|$)/);
+      expect(line).not.toMatch(/Domain=/i);
+    });
+
+    it('lets the browser that signed in before past the account limit that strangers exhausted', async () => {
+      const throttled = throttledApp({ perAccount: { failures: 3, windowSeconds: 3600 } });
+      const device = setCookieValue(await login(throttled, 'alice', 'alice-password'), DEVICE_COOKIE)!;
+      for (let i = 0; i < 6; i += 1) await login(throttled, 'alice', `guess-${i}`).set('X-Forwarded-For', `198.51.100.${i}`);
+      expect((await login(throttled, 'alice', 'alice-password')).status).toBe(429);
+      const known = await login(throttled, 'alice', 'alice-password', '', 'Browser A', device);
+      expect(known.status).toBe(302);
+      expect(setCookieValue(known, DEVICE_COOKIE)).not.toBe(device);
+    });
+
+    it('ignores a device cookie sent twice with different values', async () => {
+      const throttled = throttledApp({ perAccount: { failures: 1, windowSeconds: 3600 } });
+      const device = setCookieValue(await login(throttled, 'alice', 'alice-password'), DEVICE_COOKIE)!;
+      await login(throttled, 'alice', 'guess').set('X-Forwarded-For', '198.51.100.1');
+      const twice = `${device}; ${DEVICE_COOKIE}=planted`;
+      expect((await login(throttled, 'alice', 'alice-password', '', 'Browser A', twice)).status).toBe(429);
+      expect((await login(throttled, 'alice', 'alice-password', '', 'Browser A', device)).status).toBe(302);
+    });
+  });
+
+  describe('the portal debug channel', () => {
+    it('says why a login was refused or throttled, and never carries the password, the username or the device cookie', async () => {
+      const lines: string[] = [];
+      const channel = debugChannel('portal') as unknown as { log?: (...args: unknown[]) => void };
+      const previous = createDebug.disable();
+      createDebug.enable('express-sso-kit:portal');
+      channel.log = (...args: unknown[]) => lines.push(format(...args));
+      let device: string | undefined;
+      try {
+        const throttled = buildApp(redis.store, {
+          throttle: { namespace: 'debug', perAccountAndNetwork: { failures: 1, windowSeconds: 60 } },
+        });
+        device = setCookieValue(await login(throttled, 'bob', 'bob-password'), DEVICE_COOKIE)!;
+        await login(throttled, 'secret-username', 'hunter2-secret');
+        await login(throttled, 'secret-username', 'hunter2-secret');
+        await login(throttled, 'secret-username', 'hunter2-secret', '', 'Browser A', device);
+        await login(throttled, 'secret-username', 'hunter2-secret').set('Origin', 'https://evil.test');
+      } finally {
+        createDebug.disable();
+        if (previous) createDebug.enable(previous);
+        delete channel.log;
+      }
+      const text = lines.join('\n');
+      expect(text).toMatch(/refused a password login from a new browser: wrong password, or no such enabled user/);
+      expect(text).toMatch(/refused a login from ipv4:203\.0\.113\.5: the account-and-network limit of 1 failures per 60 s is reached/);
+      expect(text).toMatch(/no device token of this account among 1 presented \(bad-signature\)/);
+      expect(text).toMatch(/refused POST \/login: origin-not-allowed \(origin https:\/\/evil\.test\)/);
+      for (const secret of ['hunter2-secret', 'secret-username', device!.split('=')[1]!, 'bob-password'])
+        expect(text).not.toContain(secret);
     });
   });
 
@@ -294,6 +379,32 @@ describe('loginPortal', () => {
       expect(res.headers.location).toBe(`/login?return_to=${encodeURIComponent(`${AUTH_ORIGIN}/sessions`)}`);
     });
 
+    it.each([
+      ['Express 5', express],
+      ['Express 4', express4 as unknown as () => Express],
+    ])('keeps the port of the Host in the return_to on %s (the request origin, not req.host)', async (_label, createApp) => {
+      const onPort = buildApp(redis.store, {}, createApp);
+      const res = await request(onPort).get('/sessions').set('Host', `${AUTH}:8443`).set('X-Forwarded-Proto', 'https');
+      expect(res.status).toBe(303);
+      expect(res.headers.location).toBe(`/login?return_to=${encodeURIComponent(`${AUTH_ORIGIN}:8443/sessions`)}`);
+      const post = await request(onPort)
+        .post('/login')
+        .set('Host', `${AUTH}:8443`)
+        .set('X-Forwarded-Proto', 'https')
+        .set('Origin', `${AUTH_ORIGIN}:8443`)
+        .type('form')
+        .send({ username: 'nobody', password: 'x' });
+      expect(post.status).toBe(401);
+      const crossPort = await request(onPort)
+        .post('/login')
+        .set('Host', `${AUTH}:8443`)
+        .set('X-Forwarded-Proto', 'https')
+        .set('Origin', AUTH_ORIGIN)
+        .type('form')
+        .send({ username: 'nobody', password: 'x' });
+      expectProblem(crossPort, 403, 'csrf_origin');
+    });
+
     it('refuses a revocation posted from another site', async () => {
       const cookie = setCookieValue(await login(app, 'bob', 'bob-password'), 'sso.sid')!;
       const res = await fromPortal(request(app).post('/sessions/revocations'))
@@ -332,27 +443,36 @@ describe('loginPortal options', () => {
     expect(() => (loginPortal as unknown as (...args: unknown[]) => unknown)(fake, {}, () => undefined)).toThrow(/it is a factory/);
   });
   it.each([
-    ['no users', {}, /users must be a UserDirectory/],
-    ['an unknown option', { usrs: {} }, /unknown option "usrs"/],
+    ['no users', {}, /loginPortal: users is required/],
+    ['a misspelled option', { provders: [] }, /loginPortal: unknown option "provders" \(did you mean "providers"\?\)/],
     ['a provider link without label', { providers: [{ href: '/login/x' }] }, /providers\[0\] must be/],
     ['a protocol-relative link', { providers: [{ href: '//evil.test', label: 'x' }] }, /href must be a path/],
-    ['a throttle of zero', { throttle: { perAccount: { failures: 0, windowSeconds: 1 } } }, /perAccount must be/],
+    [
+      'a throttle of zero',
+      { throttle: { perAccount: { failures: 0, windowSeconds: 1 } } },
+      /loginPortal throttle: perAccount: failures must be/,
+    ],
+    ['a misspelled throttle option', { throttle: { perIP: {} } }, /loginPortal throttle: unknown option "perIP"/],
     ['an allowed origin with a path', { allowedOrigins: ['https://admin.example.test/x'] }, /allowedOrigins must list full origins/],
+    ['an empty title', { title: ' ' }, /loginPortal: title must not be empty/],
+    ['an assets path with a dot', { assetsPath: '/../x' }, /loginPortal: assetsPath must be a path like/],
     [
       'a directory source without a kind',
       { users: { source: 'staff', verifyPassword: async () => null, findById: async () => null } },
       /users\.source must be "<kind>:<name>"/,
     ],
-  ])('rejects %s when called', (_label, extra, message) => {
+  ])('rejects %s when called, with an OptionsError', (_label, extra, message) => {
     const options = { users: { verifyPassword: async () => null, findById: async () => null }, store, ...extra };
     if (_label === 'no users') delete (options as Partial<typeof options>).users;
     expect(() => loginPortal(options as LoginPortalOptions)).toThrow(message);
+    expect(() => loginPortal(options as LoginPortalOptions)).toThrow(OptionsError);
   });
   it("does not change the caller's options", () => {
     const options = Object.freeze({
       users: Object.freeze({ verifyPassword: async () => null, findById: async () => null }),
       store,
       providers: Object.freeze([Object.freeze({ href: '/x', label: 'X' })]),
+      throttle: Object.freeze({ perAccount: Object.freeze({ failures: 3, windowSeconds: 60 }) }),
     });
     expect(() => loginPortal(options as unknown as LoginPortalOptions)).not.toThrow();
   });

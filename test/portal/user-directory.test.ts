@@ -1,7 +1,8 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { hashPassword } from '../../lib/portal/password-hash';
+import { hashPassword } from '../../lib/util/password-hash';
+import { OptionsError } from '../../lib/util/options';
 import { fileUserDirectory, redisUserDirectory, type UserRecord } from '../../lib/portal/user-directory';
 import { testRedisStore } from '../helpers/redis';
 
@@ -93,6 +94,21 @@ describe('fileUserDirectory', () => {
     expect(() => fileUserDirectory(source as never)).toThrow(message);
   });
 
+  it('names its identity source: directory:local unless the source option names another directory', () => {
+    expect(fileUserDirectory(records).source).toBe('directory:local');
+    expect(fileUserDirectory(records, { source: 'directory:staff' }).source).toBe('directory:staff');
+  });
+
+  it.each([
+    [{ sourse: 'directory:staff' }, /fileUserDirectory: unknown option "sourse" \(did you mean "source"\?\)/],
+    [{ source: 'staff' }, /fileUserDirectory: source must be "<kind>:<name>"/],
+    [{ source: 'oidc:https://idp.example.test' }, /fileUserDirectory: source must be "directory:<name>"/],
+    [{ source: 'directory:a|b' }, /fileUserDirectory: source must be "<kind>:<name>"/],
+  ])('refuses the options %j with an OptionsError', (options, message) => {
+    expect(() => fileUserDirectory(records, options as never)).toThrow(OptionsError);
+    expect(() => fileUserDirectory(records, options as never)).toThrow(message);
+  });
+
   it('rejects duplicate usernames that differ only in case', () => {
     expect(() => fileUserDirectory([records[0]!, { ...records[0]!, id: 'other', username: 'ALICE' }])).toThrow(/appears twice/);
   });
@@ -134,8 +150,17 @@ describe('redisUserDirectory', () => {
     expect(await users.remove('u-bob')).toBe(false);
   });
 
-  it('rejects a store that is not the kit store and a bad namespace', () => {
+  it('names its identity source: directory:local unless the source option names another directory', () => {
+    expect(redisUserDirectory(redis.store).source).toBe('directory:local');
+    expect(redisUserDirectory(redis.store, { source: 'directory:staff' }).source).toBe('directory:staff');
+  });
+
+  it('rejects a store that is not the kit store, a bad namespace, a bad source and a misspelled option', () => {
     expect(() => redisUserDirectory({} as never)).toThrow(/pass the kit store/);
     expect(() => redisUserDirectory(redis.store, { namespace: 'a{b}' })).toThrow(/namespace must match/);
+    expect(() => redisUserDirectory(redis.store, { source: 'qr:x' })).toThrow(/source must be "directory:<name>"/);
+    expect(() => redisUserDirectory(redis.store, { namepsace: 'x' } as never)).toThrow(
+      /redisUserDirectory: unknown option "namepsace" \(did you mean "namespace"\?\)/,
+    );
   });
 });

@@ -1,4 +1,9 @@
-import { DEFAULT_SCRYPT_PARAMETERS, hashPassword, parsePasswordHash, verifyPasswordHash } from '../../lib/portal/password-hash';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import * as kit from '../../lib';
+import * as portal from '../../lib/portal';
+import * as legacyPath from '../../lib/portal/password-hash';
+import { DEFAULT_SCRYPT_PARAMETERS, hashPassword, parsePasswordHash, verifyPasswordHash } from '../../lib/util/password-hash';
 
 const FAST = { N: 1024, r: 8, p: 1 };
 
@@ -49,5 +54,25 @@ describe('parsePasswordHash', () => {
     ['scrypt$1024$8$1$c2FsdA$aGFzaGhhc2hoYXNoaGFzaA'],
   ])('rejects the malformed or dangerous hash %s with a TypeError', (encoded) => {
     expect(() => parsePasswordHash(encoded)).toThrow(TypeError);
+  });
+});
+
+describe('where the hasher lives', () => {
+  it('is one hasher, exported by lib/util, the portal and the package alike', () => {
+    for (const module of [portal, kit, legacyPath]) {
+      expect(module.hashPassword).toBe(hashPassword);
+      expect(module.verifyPasswordHash).toBe(verifyPasswordHash);
+      expect(module.parsePasswordHash).toBe(parsePasswordHash);
+      expect(module.DEFAULT_SCRYPT_PARAMETERS).toBe(DEFAULT_SCRYPT_PARAMETERS);
+    }
+  });
+
+  it('lets Basic verify hashes without importing the portal (lib/basic sits below lib/portal)', () => {
+    const basic = join(__dirname, '../../lib/basic');
+    const imports = readdirSync(basic)
+      .filter((file) => file.endsWith('.ts'))
+      .flatMap((file) => [...readFileSync(join(basic, file), 'utf8').matchAll(/from '([^']+)'/g)].map((m) => `${file}: ${m[1]}`));
+    expect(imports.filter((line) => line.includes('/portal'))).toEqual([]);
+    expect(imports).toContain('basic-credentials.ts: ../util/password-hash');
   });
 });

@@ -1,0 +1,127 @@
+import { DEFAULT_DIRECTORY_SOURCE, sourceProblem } from '../session/identity';
+import { compileAllowedOrigins } from '../session/csrf-guard';
+import type { KeyValueStore } from '../store/port';
+import { checkOptions, OptionsError, type OptionSchema } from '../util/options';
+import { resolveThrottleOptions, type LoginThrottleOptions } from './login-throttle-options';
+import type { LoginLink } from './portal-pages';
+import type { UserDirectory } from './user-directory';
+
+/** A "Sign in with …" link: the path (or URL) of an `oidcLogin` or `qrLogin` route and its label. */
+export interface PortalLoginLink {
+  href: string;
+  label: string;
+}
+
+/** Options of {@link loginPortal}. */
+export interface LoginPortalOptions {
+  /** Where passwords are checked: {@link fileUserDirectory}, {@link redisUserDirectory} or your own. */
+  users: UserDirectory;
+  /** The kit store the guessing counters live in (the same Redis as the sessions). */
+  store: KeyValueStore;
+  /**
+   * Throttling policy ({@link LoginThrottleOptions}). Default: a browser that signed in as the user before is limited
+   * only by its own failures (10 per hour, then its device token is revoked); new browsers get 5 failures per
+   * account and network per 15 minutes, 10 per account per hour from everywhere, 50 per network per 15 minutes.
+   */
+  throttle?: LoginThrottleOptions;
+  /** Heading and title of the login page. Default `Sign in`. */
+  title?: string;
+  /** Link to the QR login route (`qrLogin`'s login path), e.g. `{ href: '/login/qr', label: 'Scan a QR code' }`. */
+  qrLogin?: PortalLoginLink;
+  /** Links to `oidcLogin` routes, e.g. `[{ href: '/login/corp', label: 'Sign in with Corp' }]`. */
+  providers?: readonly PortalLoginLink[];
+  /** Origins besides the portal's own whose pages may post to it (login, logout, revoke). Default none. */
+  allowedOrigins?: readonly string[];
+  /** Where the router serves its CSS and JS. Default `/portal-assets`. */
+  assetsPath?: string;
+}
+
+/** The portal's settings, checked and with defaults applied. */
+export interface PortalSettings {
+  users: UserDirectory;
+  directorySource: string;
+  store: KeyValueStore;
+  throttle: LoginThrottleOptions;
+  title: string;
+  qrLink: LoginLink | undefined;
+  providerLinks: LoginLink[];
+  allowedOrigins: ReadonlySet<string>;
+  assetsPath: string;
+}
+
+const LINK_EXAMPLE = "{ href: '/login/…', label: 'Sign in with …' }";
+
+function linkProblem(link: Partial<PortalLoginLink>): string | undefined {
+  if (typeof link.href !== 'string' || typeof link.label !== 'string' || link.label.trim() === '') {
+    return `must be ${LINK_EXAMPLE}, got ${JSON.stringify(link)}`;
+  }
+  if (!/^\/(?!\/)/.test(link.href) && !/^https?:\/\//.test(link.href)) {
+    return `href must be a path starting with "/" or an http(s) URL, got "${link.href}"`;
+  }
+  return undefined;
+}
+
+function usersProblem(users: Partial<UserDirectory>): string | undefined {
+  return typeof users.verifyPassword === 'function' && typeof users.findById === 'function'
+    ? undefined
+    : 'must be a UserDirectory ({ verifyPassword, findById }), e.g. fileUserDirectory("users.json")';
+}
+
+const SCHEMA: OptionSchema = {
+  users: { type: 'object', required: true, expected: 'a UserDirectory, e.g. fileUserDirectory("users.json")', check: usersProblem },
+  store: {
+    type: 'object',
+    required: true,
+    expected: 'the kit store (RedisStore or MemoryStore)',
+    check: (store: Partial<KeyValueStore>) =>
+      typeof store.increment === 'function' ? undefined : 'must be the kit store (RedisStore or MemoryStore)',
+  },
+  throttle: { type: 'object', expected: '{ perAccountAndNetwork, perAccount, perNetwork, perDevice, … }' },
+  title: { type: 'string', check: (title: string) => (title.trim() === '' ? 'must not be empty' : undefined) },
+  qrLogin: { type: 'object', expected: LINK_EXAMPLE, check: linkProblem },
+  providers: { type: 'array', expected: `an array of ${LINK_EXAMPLE}` },
+  allowedOrigins: { type: 'string[]', expected: 'an array of origins like "https://admin.example.test"' },
+  assetsPath: {
+    type: 'string',
+    check: (path: string) =>
+      /^\/[A-Za-z0-9/_-]*[A-Za-z0-9_-]$/.test(path) ? undefined : `must be a path like "/portal-assets", got "${path}"`,
+  },
+};
+
+/**
+ * Checks `loginPortal`'s options by the kit's one options rule (the throttle's too) and applies the defaults.
+ * The caller's objects are only read.
+ *
+ * @example
+ * const settings = resolvePortalOptions({ users, store });
+ */
+export function resolvePortalOptions(options: LoginPortalOptions): PortalSettings {
+  checkOptions('loginPortal', options as unknown, SCHEMA);
+  // The directory's users are identities of the directory: its ids never meet another source's subjects.
+  const badSource = options.users.source === undefined ? undefined : sourceProblem(options.users.source);
+  if (badSource !== undefined) throw new OptionsError(`loginPortal: users.source ${badSource}`);
+  (options.providers ?? []).forEach((link: unknown, i) => {
+    const problem = link !== null && typeof link === 'object' ? linkProblem(link) : `must be ${LINK_EXAMPLE}`;
+    if (problem !== undefined) throw new OptionsError(`loginPortal: providers[${i}] ${problem}`);
+  });
+  const throttle = options.throttle ?? {};
+  resolveThrottleOptions('loginPortal throttle', throttle);
+  let allowedOrigins: ReadonlySet<string>;
+  try {
+    allowedOrigins = compileAllowedOrigins(options.allowedOrigins, 'loginPortal');
+  } catch (error) {
+    throw new OptionsError((error as Error).message);
+  }
+  const link = (l: PortalLoginLink): LoginLink => ({ href: l.href, label: l.label });
+  return {
+    users: options.users,
+    directorySource: options.users.source ?? DEFAULT_DIRECTORY_SOURCE,
+    store: options.store,
+    throttle,
+    title: options.title ?? 'Sign in',
+    qrLink: options.qrLogin === undefined ? undefined : link(options.qrLogin),
+    providerLinks: (options.providers ?? []).map(link),
+    allowedOrigins,
+    assetsPath: options.assetsPath ?? '/portal-assets',
+  };
+}
