@@ -1,3 +1,4 @@
+export { oidc, type OidcOptions, type OidcRouter, type OidcRoutes } from './oidc-router';
 export { oidcProvider, OidcProvider, type OidcProviderOptions, type OidcProviderMetadata, type OidcEndpoints } from './provider';
 export { oidcLogin, type OidcLoginOptions, type LoginQueryParameter } from './login';
 export { oidcCallback, type OidcCallbackOptions } from './callback';

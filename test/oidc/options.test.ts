@@ -1,10 +1,12 @@
 import {
   backchannelLogout,
+  oidc,
   oidcCallback,
   oidcContext,
   oidcLogin,
   oidcLogout,
   oidcProvider,
+  type OidcOptions,
   type OidcProviderOptions,
 } from '../../lib/oidc';
 import { MemoryStore } from '../../lib/store';
@@ -18,6 +20,14 @@ const valid: OidcProviderOptions = {
   clientId: 'shop',
   clientSecret: SECRET,
   redirectUri: 'https://auth.example.test/callback/corp',
+  store,
+};
+const router: OidcOptions = {
+  name: 'corp',
+  issuer: valid.issuer,
+  clientId: 'shop',
+  clientSecret: SECRET,
+  baseUrl: 'https://auth.example.test',
   store,
 };
 const corp = oidcProvider(valid);
@@ -69,6 +79,21 @@ describe('every OIDC factory refuses a misspelled option and names the one meant
       () => backchannelLogout(corp, { sesions: {} } as never),
       'backchannelLogout: unknown option "sesions" (did you mean "sessions"?)',
     ],
+    [
+      'oidc',
+      () => oidc({ ...router, clientSecert: SECRET } as never),
+      'oidc: unknown option "clientSecert" (did you mean "clientSecret"?)',
+    ],
+    [
+      'oidc routes',
+      () => oidc({ ...router, routes: { calback: '/cb' } as never }),
+      'oidc: routes: unknown option "calback" (did you mean "callback"?)',
+    ],
+    [
+      'oidc login',
+      () => oidc({ ...router, login: { loginHnt: 'alice' } as never }),
+      'oidc: login: unknown option "loginHnt" (did you mean "loginHint"?)',
+    ],
   ])('%s', (_factory, run, message) => {
     expect(thrown(run).message).toContain(message);
   });
@@ -89,6 +114,7 @@ describe('every OIDC factory refuses a misspelled option and names the one meant
 
   it.each<[string, (request: never) => unknown]>([
     ['oidcProvider', (request) => oidcProvider(request)],
+    ['oidc', (request) => oidc(request)],
     ['oidcLogin', (request) => oidcLogin(request)],
     ['oidcCallback', (request) => oidcCallback(request)],
     ['oidcContext', (request) => oidcContext(request)],
@@ -138,6 +164,9 @@ describe('allowInsecureLocalDevelopment', () => {
     process.env.NODE_ENV = 'production';
     expect(thrown(() => oidcProvider(insecure)).message).toBe(
       'oidcProvider: allowInsecureLocalDevelopment is refused when NODE_ENV=production',
+    );
+    expect(thrown(() => oidc({ ...router, issuer: insecure.issuer, allowInsecureLocalDevelopment: true })).message).toMatch(
+      /^oidc: allowInsecureLocalDevelopment is refused/,
     );
   });
 
