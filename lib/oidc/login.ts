@@ -96,14 +96,15 @@ function loginParameters(req: Request, options: OidcLoginOptions, allowed: Reado
 }
 
 /**
- * The login middleware under a factory name of the caller's (`oidcLogin`, or `oidc` for the router).
+ * The login middleware under a factory name of the caller's (`oidcLogin`, or `oidc` for the router; its option
+ * errors name `optionsLabel`, e.g. `oidc: login`).
  *
  * @example
- * router.get('/login/corp', createLogin('oidc', corp, { prompt: 'login' }));
+ * router.get('/login/corp', createLogin('oidc', corp, { prompt: 'login' }, 'oidc: login'));
  */
-export function createLogin(who: string, provider: OidcProvider, options: OidcLoginOptions = {}): RequestHandler {
+export function createLogin(who: string, provider: OidcProvider, options: OidcLoginOptions = {}, optionsLabel = who): RequestHandler {
   assertProvider(who, provider);
-  checkOptions(who, options as unknown, LOGIN_OPTIONS);
+  checkOptions(optionsLabel, options as unknown, LOGIN_OPTIONS);
   const settings: OidcLoginOptions = { ...options };
   const allowed = new Set<string>(options.queryParameters ?? ['prompt', 'max_age', 'login_hint']);
 

@@ -167,7 +167,7 @@ export function oidc(options: OidcOptions): OidcRouter {
       ...(lockLifetimeSeconds === undefined ? {} : { lockLifetimeSeconds }),
     }),
   );
-  if (routes.login) router.get(routes.login, createLogin('oidc: login', provider, login ?? {}));
+  if (routes.login) router.get(routes.login, createLogin('oidc', provider, login ?? {}, 'oidc: login'));
   router.get(routes.callback, createCallback('oidc', provider, routes.login ? { loginPath: `${prefix}${routes.login}` } : {}));
   if (routes.logout) router.post(routes.logout, createLogout('oidc', provider));
 
