@@ -266,7 +266,7 @@ export async function startDemo(options: DemoOptions = {}): Promise<RunningDemo>
       clientSecret: oidcClientSecret,
       redirectUri: `${origin('auth')}/callback/demo-idp`,
       scopes: ['openid', 'profile'],
-      allowInsecureHttpForTesting: !secure,
+      allowInsecureLocalDevelopment: !secure,
       store,
     });
     const auth = express();

@@ -1,4 +1,4 @@
-import { BadGatewayError, BadRequestError, ServiceUnavailableError } from '../http/errors';
+import { BadGatewayError, BadRequestError, HttpError, ServiceUnavailableError } from '../http/errors';
 
 /**
  * The identity provider did not answer (timeout, connection refused, DNS): 503 with Retry-After. The login fails
@@ -43,4 +43,16 @@ export function loginRejected(code: string, detail: string, loginUrl?: string, c
     ...(loginUrl ? { extensions: { loginUrl } } : {}),
     cause,
   });
+}
+
+/**
+ * The app is wired in a way the OIDC middlewares cannot work with (no `ssoSession` before them, a Secure cookie on
+ * what Express sees as plain http, a post-logout URI the redirect policy refuses, a claims mapping returning the
+ * wrong shape): 500 `oidc_misconfigured`. The detail is for the server log; the client sees a generic page.
+ *
+ * @example
+ * throw misconfigured('oidcLogin: req.session is missing; mount ssoSession() before oidcLogin');
+ */
+export function misconfigured(detail: string, cause?: unknown): HttpError {
+  return new HttpError(500, { code: 'oidc_misconfigured', detail, cause });
 }

@@ -43,9 +43,10 @@ export async function providerKeys(provider: OidcProvider): Promise<ProviderKeys
   return entry;
 }
 
-/** Why an ID token was refused, as the callback reports it. */
+/** Why an ID token was refused; the callback answers 400 `invalid_id_token`. */
 export class IdTokenRejectedError extends Error {
   override readonly name = 'IdTokenRejectedError';
+  readonly code = 'invalid_id_token';
   constructor(readonly reason: string) {
     super(`the ID token was refused: ${reason}`);
   }

@@ -1,10 +1,13 @@
+export { oidc, type OidcOptions, type OidcRouter, type OidcRoutes } from './oidc-router';
 export { oidcProvider, OidcProvider, type OidcProviderOptions, type OidcProviderMetadata, type OidcEndpoints } from './provider';
 export { oidcLogin, type OidcLoginOptions, type LoginQueryParameter } from './login';
 export { oidcCallback, type OidcCallbackOptions } from './callback';
 export { oidcContext, type OidcContextOptions } from './context';
-export { oidcLogout, backchannelLogout, type OidcLogoutOptions, type BackchannelLogoutOptions } from './logout';
-export { defaultClaimsToUser, type ClaimsToUser, type OidcUserProfile } from './claims';
+export { oidcLogout, type OidcLogoutOptions } from './logout';
+export { backchannelLogout, type BackchannelLogoutOptions } from './backchannel-logout';
+export { defaultClaimsToUser, rolesFromClaims, type ClaimsToUser, type OidcUserProfile, type RolesClaim } from './claims';
 export { validateIdToken, validateRefreshedIdToken, IdTokenRejectedError, type IdTokenExpectations } from './id-token';
 export { validateLogoutToken, LogoutTokenRejectedError, BACKCHANNEL_LOGOUT_EVENT, type LogoutRequest } from './logout-token';
 export { redeemAuthorizationCode, refreshTokenGrant, requestUserinfo, OidcGrantError, type TokenSet } from './token-client';
 export type { OidcTransaction } from './transaction';
+export type { OidcSessionState, OidcRequestContext } from './types';

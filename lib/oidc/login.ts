@@ -1,6 +1,7 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { BadRequestError } from '../http/errors';
-import { OidcProvider } from './provider';
+import { checkOptions, within, type OptionSchema } from '../util/options';
+import { assertProvider, type OidcProvider } from './provider';
 import { addTransaction, codeChallenge, newTransaction } from './transaction';
 import { requireSessionSupport, redirectPolicyOf, saveSession, type RedirectTargetPolicy } from './session-bridge';
 
@@ -34,28 +35,31 @@ function isMaxAge(value: unknown): value is number {
   return typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= MAX_AGE_LIMIT;
 }
 
-function validateOptions(options: OidcLoginOptions): Required<Pick<OidcLoginOptions, 'queryParameters'>> & OidcLoginOptions {
-  if (options === null || typeof options !== 'object') throw new TypeError('oidcLogin: options must be an object');
-  if (options.prompt !== undefined && !PROMPTS.has(options.prompt)) {
-    throw new TypeError(`oidcLogin: prompt must be one of ${[...PROMPTS].join(', ')}, got ${JSON.stringify(options.prompt)}`);
-  }
-  if (options.maxAge !== undefined && !isMaxAge(options.maxAge)) {
-    throw new TypeError(
-      `oidcLogin: maxAge must be an integer number of seconds from 0 to ${MAX_AGE_LIMIT}, got ${JSON.stringify(options.maxAge)}`,
-    );
-  }
-  if (options.loginHint !== undefined && !(typeof options.loginHint === 'string' && HINT.test(options.loginHint))) {
-    throw new TypeError('oidcLogin: loginHint must be 1–254 printable characters without spaces');
-  }
-  const queryParameters = options.queryParameters ?? ['prompt', 'max_age', 'login_hint'];
-  if (!Array.isArray(queryParameters) || !queryParameters.every((name) => QUERY_PARAMETERS.has(name))) {
-    throw new TypeError(`oidcLogin: queryParameters must list some of ${[...QUERY_PARAMETERS].join(', ')}`);
-  }
-  if (options.redirects !== undefined && typeof options.redirects?.sanitize !== 'function') {
-    throw new TypeError('oidcLogin: redirects must be a redirect policy from createRedirectPolicy()');
-  }
-  return { ...options, queryParameters: [...queryParameters] };
-}
+const LOGIN_OPTIONS: OptionSchema = {
+  prompt: {
+    type: 'string',
+    check: (value: string) => (PROMPTS.has(value) ? undefined : `must be one of ${[...PROMPTS].join(', ')}, got "${value}"`),
+  },
+  maxAge: { type: 'integer', expected: `a whole number of seconds from 0 to ${MAX_AGE_LIMIT}`, check: within(0, MAX_AGE_LIMIT) },
+  loginHint: {
+    type: 'string',
+    check: (value: string) => (HINT.test(value) ? undefined : 'must be 1–254 printable characters without spaces'),
+  },
+  queryParameters: {
+    type: 'string[]',
+    expected: `an array of some of ${[...QUERY_PARAMETERS].join(', ')}`,
+    check: (value: string[]) =>
+      value.every((name) => QUERY_PARAMETERS.has(name as LoginQueryParameter))
+        ? undefined
+        : `must list some of ${[...QUERY_PARAMETERS].join(', ')}, got ${JSON.stringify(value)}`,
+  },
+  redirects: {
+    type: 'object',
+    expected: 'a redirect policy from createRedirectPolicy()',
+    check: (value: { sanitize?: unknown }) =>
+      typeof value.sanitize === 'function' ? undefined : 'must be a redirect policy from createRedirectPolicy()',
+  },
+};
 
 function queryValue(req: Request, name: string): string | undefined {
   const value = req.query[name];
@@ -92,31 +96,23 @@ function loginParameters(req: Request, options: OidcLoginOptions, allowed: Reado
 }
 
 /**
- * Starts an OpenID Connect login: stores a single-use transaction (state, nonce, PKCE verifier, the sanitized
- * `return_to`) in the browser's session and redirects (302) to the provider's authorization endpoint. Needs
- * `ssoSession()` mounted before it.
+ * The login middleware under a factory name of the caller's (`oidcLogin`, or `oidc` for the router; its option
+ * errors name `optionsLabel`, e.g. `oidc: login`).
  *
  * @example
- * app.get('/login/corp', oidcLogin(corp));
- * // GET /login/corp?return_to=https://shop.example.test/cart → 302 to the provider
+ * router.get('/login/corp', createLogin('oidc', corp, { prompt: 'login' }, 'oidc: login'));
  */
-export function oidcLogin(provider: OidcProvider, options: OidcLoginOptions = {}): RequestHandler {
-  if (!(provider instanceof OidcProvider)) {
-    if (provider && typeof provider === 'object' && 'method' in provider && 'headers' in provider) {
-      throw new TypeError(
-        'oidcLogin: call the factory with a provider: app.get("/login/corp", oidcLogin(corp)), not app.get(path, oidcLogin)',
-      );
-    }
-    throw new TypeError('oidcLogin: the first argument must be a provider from oidcProvider({ … })');
-  }
-  const settings = validateOptions(options);
-  const allowed = new Set<string>(settings.queryParameters);
+export function createLogin(who: string, provider: OidcProvider, options: OidcLoginOptions = {}, optionsLabel = who): RequestHandler {
+  assertProvider(who, provider);
+  checkOptions(optionsLabel, options as unknown, LOGIN_OPTIONS);
+  const settings: OidcLoginOptions = { ...options };
+  const allowed = new Set<string>(options.queryParameters ?? ['prompt', 'max_age', 'login_hint']);
 
   return async function oidcLoginMiddleware(req: Request, res: Response, next: NextFunction) {
     try {
-      requireSessionSupport(req, 'oidcLogin');
+      requireSessionSupport(req, who);
       const { prompt, maxAge, loginHint } = loginParameters(req, settings, allowed);
-      const redirects = redirectPolicyOf(req, settings.redirects, 'oidcLogin');
+      const redirects = redirectPolicyOf(req, settings.redirects, who);
       const returnTo = redirects.sanitize(req.query.return_to);
       const metadata = await provider.metadata();
 
@@ -145,4 +141,17 @@ export function oidcLogin(provider: OidcProvider, options: OidcLoginOptions = {}
       next(error);
     }
   };
+}
+
+/**
+ * Starts an OpenID Connect login: stores a single-use transaction (state, nonce, PKCE verifier, the sanitized
+ * `return_to`) in the browser's session and redirects (302) to the provider's authorization endpoint. Needs
+ * `ssoSession()` mounted before it.
+ *
+ * @example
+ * app.get('/login/corp', oidcLogin(corp));
+ * // GET /login/corp?return_to=https://shop.example.test/cart → 302 to the provider
+ */
+export function oidcLogin(provider: OidcProvider, options: OidcLoginOptions = {}): RequestHandler {
+  return createLogin('oidcLogin', provider, options);
 }

@@ -9,9 +9,10 @@ import type { OidcProvider } from './provider';
 /** The event member a logout token must carry (OpenID Connect Back-Channel Logout 1.0 §2.4). */
 export const BACKCHANNEL_LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-logout';
 
-/** A logout token was refused; the endpoint answers 400 `invalid_request`. */
+/** A logout token was refused; the endpoint answers 400 `invalid_logout_token` (`error: "invalid_request"`). */
 export class LogoutTokenRejectedError extends Error {
   override readonly name = 'LogoutTokenRejectedError';
+  readonly code = 'invalid_logout_token';
   constructor(readonly reason: string) {
     super(`the logout token was refused: ${reason}`);
   }
@@ -85,7 +86,9 @@ export async function validateLogoutToken(
   const jti = claims.jti;
   if (typeof jti !== 'string' || jti.length === 0 || jti.length > 256) throw new LogoutTokenRejectedError('jti is malformed');
 
-  const issuer = String(claims.iss);
+  // The verifier already demands this issuer; said again here because the sessions it ends are this issuer's.
+  if (claims.iss !== provider.issuer) throw new LogoutTokenRejectedError('iss is not this provider');
+  const issuer = provider.issuer;
   // Remember the jti until the token could no longer pass the exp check anyway.
   const exp = typeof claims.exp === 'number' ? claims.exp : now / 1000;
   const ttlSeconds = Math.max(60, Math.ceil(exp - now / 1000) + provider.clockToleranceSeconds);

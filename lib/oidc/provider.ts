@@ -1,65 +1,14 @@
-import { sourceProblem } from '../session/identity';
-import type { KeyValueStore } from '../store/port';
 import { asObject, requestJson } from './http-client';
 import { providerMisbehaved } from './errors';
-import { defaultClaimsToUser, type ClaimsToUser } from './claims';
+import { defaultClaimsToUser, rolesFromClaims, type ClaimsToUser } from './claims';
+import { checkProviderUrl, resolveProviderOptions, type OidcProviderOptions } from './provider-options';
+import type { KeyValueStore } from '../store/port';
+import { debugChannel } from '../util/debug';
+import { OptionsError } from '../util/options';
 
-/** Endpoints given explicitly instead of discovered. */
-export interface OidcEndpoints {
-  authorization: string;
-  token: string;
-  jwks: string;
-  userinfo?: string;
-  endSession?: string;
-  /** Whether the provider sends the RFC 9207 `iss` parameter on every authorization response. Default false. */
-  issParameterSupported?: boolean;
-}
+export type { OidcEndpoints, OidcProviderOptions } from './provider-options';
 
-/** Options of {@link oidcProvider}. */
-export interface OidcProviderOptions {
-  /**
-   * Names the provider so several live side by side (`/login/corp`, `/login/partner`); lowercase letters, digits
-   * and dashes. It is stored with each login transaction and on the session. Default `oidc`.
-   */
-  name?: string;
-  /** The issuer identifier, `https://…`. Discovery reads `${issuer}/.well-known/openid-configuration`. */
-  issuer: string;
-  /** Skip discovery and use these endpoints. Default: discovered. */
-  endpoints?: OidcEndpoints;
-  clientId: string;
-  clientSecret: string;
-  /** The absolute URL of the route where `oidcCallback` is mounted, as registered at the provider. */
-  redirectUri: string;
-  /** Requested scopes; must contain `openid`. Default `['openid', 'profile', 'email']`. */
-  scopes?: readonly string[];
-  /** How the client authenticates at the token endpoint. Default `client_secret_basic`. */
-  tokenEndpointAuthMethod?: 'client_secret_basic' | 'client_secret_post';
-  /** The one algorithm ID tokens must be signed with. Default `RS256`. Asymmetric algorithms only. */
-  idTokenSigningAlg?: string;
-  /** Clock skew allowed on `exp`, `iat` and `auth_time`, in seconds. Default 30. */
-  clockToleranceSeconds?: number;
-  /** Maps verified claims to the session user. Default {@link defaultClaimsToUser}. */
-  claimsToUser?: ClaimsToUser;
-  /** Call the userinfo endpoint after the code exchange (its `sub` must equal the ID token's). Default false. */
-  fetchUserinfo?: boolean;
-  /** Deadline of every call to the provider, in milliseconds. Default 5000. */
-  timeoutMs?: number;
-  /** Where the provider sends the browser after RP-initiated logout; must be registered there. Default: none. */
-  postLogoutRedirectUri?: string;
-  /** How long a discovery document is reused, in seconds. Default 3600. */
-  discoveryCacheSeconds?: number;
-  /**
-   * The kit store for this provider's shared state: back-channel logout `jti` replay marks and the refresh lock
-   * that lets one instance refresh a session's tokens while the others wait. Required by `backchannelLogout` and
-   * `oidcContext` unless given to them directly. Default: none.
-   */
-  store?: KeyValueStore;
-  /**
-   * Accept `http:` URLs for the issuer and endpoints. Only for tests against a provider on 127.0.0.1; a real
-   * deployment must use https, since codes and tokens travel on these connections. Default false.
-   */
-  allowInsecureHttpForTesting?: boolean;
-}
+const debug = debugChannel('oidc');
 
 /** The provider's endpoints and capabilities as the relying party uses them. */
 export interface OidcProviderMetadata {
@@ -73,82 +22,44 @@ export interface OidcProviderMetadata {
   issParameterSupported: boolean;
 }
 
-// The asymmetric algorithms the kit's verifier supports; HMAC would make the client secret a signing key.
-const ASYMMETRIC_ALGS = new Set(['RS256', 'PS256', 'ES256']);
-const OPTION_KEYS = new Set([
-  'name',
-  'issuer',
-  'endpoints',
-  'clientId',
-  'clientSecret',
-  'redirectUri',
-  'scopes',
-  'tokenEndpointAuthMethod',
-  'idTokenSigningAlg',
-  'clockToleranceSeconds',
-  'claimsToUser',
-  'fetchUserinfo',
-  'timeoutMs',
-  'postLogoutRedirectUri',
-  'discoveryCacheSeconds',
-  'allowInsecureHttpForTesting',
-  'store',
-]);
-
-function fail(message: string): never {
-  throw new TypeError(`oidcProvider: ${message}`);
-}
-
-const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
-
 /**
- * `http:` is accepted with `allowInsecureHttpForTesting`, and for server-to-server endpoints (`backChannel`) on a
- * loopback host, like the tokens module's JWKS cache: such traffic never leaves the machine (a sidecar, a local
- * proxy to the provider).
+ * The claims mapping of a provider: the app's own `claimsToUser` as given (its code decides roles), or the default
+ * one with roles only from `rolesClaim` — a provider not trusted for roles grants none, whatever its tokens say.
  */
-function checkUrl(option: string, value: unknown, insecureAllowed: boolean, backChannel = false): string {
-  if (typeof value !== 'string' || value.length === 0) fail(`${option} must be an absolute URL string, got ${JSON.stringify(value)}`);
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    fail(`${option} must be an absolute URL like "https://idp.example.test", got "${value}"`);
-  }
-  const loopback = backChannel && LOOPBACK_HOSTS.has(url.hostname);
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && (insecureAllowed || loopback))) {
-    fail(
-      `${option} must use https:, got "${value}" (http: only with allowInsecureHttpForTesting in tests${backChannel ? ', or on a loopback host' : ''})`,
-    );
-  }
-  if (url.username || url.password) fail(`${option} must not carry credentials, got "${url.protocol}//…@${url.host}"`);
-  if (url.hash) fail(`${option} must not contain a #fragment, got "${value}"`);
-  return value;
-}
-
-function positiveNumber(option: string, value: unknown, fallback: number, allowZero = false): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || (!allowZero && value === 0)) {
-    fail(`${option} must be a ${allowZero ? 'non-negative' : 'positive'} number, got ${JSON.stringify(value)}`);
-  }
-  return value;
+function effectiveClaimsMapping(name: string, custom: ClaimsToUser | undefined, rolesClaim: readonly string[] | undefined): ClaimsToUser {
+  if (custom) return custom;
+  return function claimsToUserWithTrustedRoles(claims, userinfo) {
+    const profile = defaultClaimsToUser(claims, userinfo);
+    if (rolesClaim) return { ...profile, roles: rolesFromClaims(claims, rolesClaim, userinfo) };
+    if (claims.roles !== undefined || userinfo?.roles !== undefined) {
+      debug('provider "%s": roles claim ignored, the provider is not trusted for roles (set rolesClaim to trust it)', name);
+    }
+    return profile;
+  };
 }
 
 /**
- * A configured OpenID provider. Create it with {@link oidcProvider}; pass it to `oidcLogin`, `oidcCallback`,
- * `oidcContext`, `oidcLogout` and `backchannelLogout`.
+ * A configured OpenID provider. Create it with {@link oidcProvider} (or the `oidc()` router); pass it to
+ * `oidcLogin`, `oidcCallback`, `oidcContext`, `oidcLogout` and `backchannelLogout`.
  */
 export class OidcProvider {
   readonly name: string;
+  /** The issuer identifier; logins through this provider are the identities `oidc:<issuer>|<sub>`. */
   readonly issuer: string;
   readonly clientId: string;
   readonly redirectUri: string;
   readonly scope: string;
   readonly idTokenSigningAlg: string;
   readonly clockToleranceSeconds: number;
+  readonly timeoutSeconds: number;
+  /** @internal {@link timeoutSeconds} in milliseconds, for fetch deadlines. */
   readonly timeoutMs: number;
   readonly fetchUserinfo: boolean;
   readonly postLogoutRedirectUri: string | undefined;
+  /** The mapping of verified claims to the session user's name, roles and attributes. */
   readonly claimsToUser: ClaimsToUser;
+  /** The claim path roles are read from when the provider is trusted for roles; undefined when it is not. */
+  readonly rolesClaim: readonly string[] | undefined;
   readonly insecureHttp: boolean;
   readonly store: KeyValueStore | undefined;
   // A private field, so logging the provider object never prints the client secret.
@@ -158,96 +69,44 @@ export class OidcProvider {
   private cached: { metadata: OidcProviderMetadata; until: number } | undefined;
   private inflight: Promise<OidcProviderMetadata> | undefined;
 
-  /** @internal Use {@link oidcProvider}. */
-  constructor(options: OidcProviderOptions) {
-    if (options === null || typeof options !== 'object')
-      fail('pass an options object, e.g. oidcProvider({ issuer, clientId, clientSecret, redirectUri })');
-    for (const key of Object.keys(options)) {
-      if (!OPTION_KEYS.has(key)) fail(`unknown option "${key}"`);
-    }
-    const insecure = options.allowInsecureHttpForTesting ?? false;
-    if (typeof insecure !== 'boolean') fail('allowInsecureHttpForTesting must be a boolean');
-    this.insecureHttp = insecure;
+  /** @internal Use {@link oidcProvider}; `who` names the factory in option errors. */
+  constructor(options: OidcProviderOptions, who = 'oidcProvider') {
+    const resolved = resolveProviderOptions(who, options);
+    this.name = resolved.name;
+    this.issuer = resolved.issuer;
+    this.clientId = resolved.clientId;
+    this.redirectUri = resolved.redirectUri;
+    this.scope = resolved.scope;
+    this.idTokenSigningAlg = resolved.idTokenSigningAlg;
+    this.clockToleranceSeconds = resolved.clockToleranceSeconds;
+    this.timeoutSeconds = resolved.timeoutSeconds;
+    this.timeoutMs = Math.ceil(resolved.timeoutSeconds * 1000);
+    this.fetchUserinfo = resolved.fetchUserinfo;
+    this.postLogoutRedirectUri = resolved.postLogoutRedirectUri;
+    this.rolesClaim = resolved.rolesClaim;
+    this.claimsToUser = effectiveClaimsMapping(resolved.name, resolved.claimsToUser, resolved.rolesClaim);
+    this.insecureHttp = resolved.insecureHttp;
+    this.store = resolved.store;
+    this.discoveryCacheMs = resolved.discoveryCacheLifetimeSeconds * 1000;
 
-    const name = options.name ?? 'oidc';
-    if (typeof name !== 'string' || !/^[a-z0-9][a-z0-9-]{0,62}$/.test(name)) {
-      fail(`name must be lowercase letters, digits and dashes like "corp", got ${JSON.stringify(name)}`);
-    }
-    this.name = name;
-
-    this.issuer = checkUrl('issuer', options.issuer, insecure);
-    // The issuer names the identity source of every login (`oidc:<issuer>`): refuse one that cannot, now, not at the first login.
-    if (sourceProblem(`oidc:${this.issuer}`) !== undefined) {
-      fail(
-        `issuer must be at most 512 printable ASCII characters without spaces or "|" (it names the identity source "oidc:<issuer>"), got "${this.issuer}"`,
-      );
-    }
-    if (typeof options.clientId !== 'string' || options.clientId.length === 0) fail('clientId must be a non-empty string');
-    this.clientId = options.clientId;
-    if (typeof options.clientSecret !== 'string' || options.clientSecret.length === 0) {
-      fail('clientSecret must be a non-empty string (is the environment variable holding it set?)');
-    }
-    this.redirectUri = checkUrl('redirectUri', options.redirectUri, insecure);
-
-    const scopes = options.scopes ?? ['openid', 'profile', 'email'];
-    if (!Array.isArray(scopes) || !scopes.every((scope) => typeof scope === 'string' && /^[\x21\x23-\x5b\x5d-\x7e]+$/.test(scope))) {
-      fail('scopes must be an array of scope tokens like ["openid", "profile"]');
-    }
-    if (!scopes.includes('openid')) fail(`scopes must include "openid" (this is an OpenID Connect login), got ${JSON.stringify(scopes)}`);
-    this.scope = [...new Set(scopes)].join(' ');
-
-    const method = options.tokenEndpointAuthMethod ?? 'client_secret_basic';
-    if (method === 'client_secret_basic') {
+    if (resolved.tokenEndpointAuthMethod === 'client_secret_basic') {
       // RFC 6749 §2.3.1: id and secret are form-urlencoded before Base64.
-      const credentials = `${encodeURIComponent(options.clientId)}:${encodeURIComponent(options.clientSecret)}`;
+      const credentials = `${encodeURIComponent(resolved.clientId)}:${encodeURIComponent(resolved.clientSecret)}`;
       this.#clientAuth = { headers: { Authorization: `Basic ${Buffer.from(credentials).toString('base64')}` }, body: {} };
-    } else if (method === 'client_secret_post') {
-      this.#clientAuth = { headers: {}, body: { client_id: options.clientId, client_secret: options.clientSecret } };
     } else {
-      fail(`tokenEndpointAuthMethod must be "client_secret_basic" or "client_secret_post", got ${JSON.stringify(method)}`);
+      this.#clientAuth = { headers: {}, body: { client_id: resolved.clientId, client_secret: resolved.clientSecret } };
     }
 
-    const alg = options.idTokenSigningAlg ?? 'RS256';
-    if (typeof alg !== 'string' || !ASYMMETRIC_ALGS.has(alg)) {
-      fail(`idTokenSigningAlg must be one of ${[...ASYMMETRIC_ALGS].join(', ')} ("none" and HMAC are refused), got ${JSON.stringify(alg)}`);
-    }
-    this.idTokenSigningAlg = alg;
-    this.clockToleranceSeconds = positiveNumber('clockToleranceSeconds', options.clockToleranceSeconds, 30, true);
-    if (this.clockToleranceSeconds > 300) fail('clockToleranceSeconds above 300 would accept long-expired tokens; use at most 300');
-    this.timeoutMs = positiveNumber('timeoutMs', options.timeoutMs, 5000);
-    this.discoveryCacheMs = positiveNumber('discoveryCacheSeconds', options.discoveryCacheSeconds, 3600) * 1000;
-
-    if (options.claimsToUser !== undefined && typeof options.claimsToUser !== 'function')
-      fail('claimsToUser must be a function (claims, userinfo) => user');
-    this.claimsToUser = options.claimsToUser ?? defaultClaimsToUser;
-    if (options.fetchUserinfo !== undefined && typeof options.fetchUserinfo !== 'boolean') fail('fetchUserinfo must be a boolean');
-    this.fetchUserinfo = options.fetchUserinfo ?? false;
-    this.postLogoutRedirectUri =
-      options.postLogoutRedirectUri === undefined ? undefined : checkUrl('postLogoutRedirectUri', options.postLogoutRedirectUri, insecure);
-
-    if (options.store !== undefined && (options.store === null || typeof options.store.setIfAbsent !== 'function')) {
-      fail('store must be a KeyValueStore such as new RedisStore(url)');
-    }
-    this.store = options.store;
-
-    if (options.endpoints !== undefined) {
-      const endpoints = options.endpoints;
-      if (endpoints === null || typeof endpoints !== 'object') fail('endpoints must be an object { authorization, token, jwks }');
-      this.explicit = {
-        issuer: this.issuer,
-        authorizationEndpoint: checkUrl('endpoints.authorization', endpoints.authorization, insecure),
-        tokenEndpoint: checkUrl('endpoints.token', endpoints.token, insecure, true),
-        jwksUri: checkUrl('endpoints.jwks', endpoints.jwks, insecure, true),
-        ...(endpoints.userinfo === undefined
-          ? {}
-          : { userinfoEndpoint: checkUrl('endpoints.userinfo', endpoints.userinfo, insecure, true) }),
-        ...(endpoints.endSession === undefined
-          ? {}
-          : { endSessionEndpoint: checkUrl('endpoints.endSession', endpoints.endSession, insecure) }),
-        issParameterSupported: endpoints.issParameterSupported === true,
-      };
-    }
-    if (this.fetchUserinfo && this.explicit && !this.explicit.userinfoEndpoint) fail('fetchUserinfo needs endpoints.userinfo');
+    const endpoints = resolved.endpoints;
+    this.explicit = endpoints && {
+      issuer: this.issuer,
+      authorizationEndpoint: endpoints.authorization,
+      tokenEndpoint: endpoints.token,
+      jwksUri: endpoints.jwks,
+      ...(endpoints.userinfo === undefined ? {} : { userinfoEndpoint: endpoints.userinfo }),
+      ...(endpoints.endSession === undefined ? {} : { endSessionEndpoint: endpoints.endSession }),
+      issParameterSupported: endpoints.issParameterSupported,
+    };
   }
 
   /** @internal Token-endpoint client authentication, built once in the constructor: headers and body fields. */
@@ -257,7 +116,7 @@ export class OidcProvider {
 
   /**
    * The provider's metadata: the explicit endpoints, or the discovery document (fetched once, reused for
-   * `discoveryCacheSeconds`; concurrent callers share one fetch; a failure is not cached).
+   * `discoveryCacheLifetimeSeconds`; concurrent callers share one fetch; a failure is not cached).
    */
   async metadata(): Promise<OidcProviderMetadata> {
     if (this.explicit) return this.explicit;
@@ -292,9 +151,9 @@ export class OidcProvider {
       const value = doc[field];
       if (value === undefined && !required) return undefined;
       try {
-        return checkUrl(field, value, this.insecureHttp);
+        return checkProviderUrl('discovery', field, value, this.insecureHttp);
       } catch (error) {
-        throw providerMisbehaved(this.name, `discovery ${field}: ${(error as Error).message}`);
+        throw providerMisbehaved(this.name, (error as Error).message);
       }
     };
     const algs = doc.id_token_signing_alg_values_supported;
@@ -327,4 +186,19 @@ export class OidcProvider {
  */
 export function oidcProvider(options: OidcProviderOptions): OidcProvider {
   return new OidcProvider(options);
+}
+
+/**
+ * Checks the first argument of an OIDC middleware factory: a provider from {@link oidcProvider}, not the factory
+ * used as a middleware (`app.get(path, oidcLogin)`) or anything else. Throws an `OptionsError`.
+ *
+ * @example
+ * assertProvider('oidcLogin', provider);
+ */
+export function assertProvider(who: string, provider: unknown): asserts provider is OidcProvider {
+  if (provider instanceof OidcProvider) return;
+  if (provider && typeof provider === 'object' && 'method' in provider && 'headers' in provider) {
+    throw new OptionsError(`${who}: it is a factory; call it with a provider: ${who}(corp), not ${who} itself`);
+  }
+  throw new OptionsError(`${who}: the first argument must be a provider from oidcProvider({ … })`);
 }

@@ -4,24 +4,25 @@ import { establishLogin } from '../session/establish-login';
 import { logout } from '../session/logout';
 import type { LoginUser, RedirectPolicy, SessionManager } from '../session/types';
 import type { OidcSessionState } from './types';
+import { misconfigured } from './errors';
 
 /** The session module's redirect policy (see `createRedirectPolicy`). */
 export type RedirectTargetPolicy = RedirectPolicy;
 
 /**
- * Fails with a message naming the missing middleware when no session is mounted before an OIDC route, or when the
- * Secure session cookie could not be set because Express sees plain http.
+ * Fails (500 `oidc_misconfigured`) with a message naming the missing middleware when no session is mounted before
+ * an OIDC route, or when the Secure session cookie could not be set because Express sees plain http.
  *
  * @example
  * requireSessionSupport(req, 'oidcLogin');
  */
 export function requireSessionSupport(req: Request, who: string): void {
   if (!req.session) {
-    throw new Error(`${who}: req.session is missing; mount ssoSession() before ${who}`);
+    throw misconfigured(`${who}: req.session is missing; mount ssoSession() before ${who}`);
   }
   if (req.sso?.cookie.secure && !req.secure) {
     // express-session silently drops a Secure cookie on plain http: the login transaction would be lost.
-    throw new Error(
+    throw misconfigured(
       `${who}: the request is not HTTPS as Express sees it, so the Secure session cookie would not be sent. ` +
         "Behind a TLS-terminating proxy, set app.set('trust proxy', …) so X-Forwarded-Proto is believed.",
     );
@@ -38,7 +39,7 @@ export function redirectPolicyOf(req: Request, explicit: RedirectTargetPolicy | 
   if (explicit) return explicit;
   const installed = req.sso?.redirects;
   if (!installed || typeof installed.sanitize !== 'function') {
-    throw new Error(`${who}: no redirect policy; mount ssoSession() before ${who} or pass { redirects }`);
+    throw misconfigured(`${who}: no redirect policy; mount ssoSession() before ${who} or pass { redirects }`);
   }
   return installed;
 }
@@ -91,7 +92,7 @@ export function sessionManagerOf(req: Request, explicit: SessionManager | undefi
   if (explicit) return explicit;
   const manager = req.sso?.manager;
   if (!manager || typeof manager.destroyByTag !== 'function') {
-    throw new Error(`${who}: no session manager; mount ssoSession() before ${who} or pass { sessions }`);
+    throw misconfigured(`${who}: no session manager; mount ssoSession() before ${who} or pass { sessions }`);
   }
   return manager;
 }

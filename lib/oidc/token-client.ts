@@ -15,13 +15,18 @@ export interface TokenSet {
 
 /**
  * The provider refused the grant with an OAuth error (`invalid_grant` for a used, expired or stolen code or a
- * revoked refresh token). Callers map it: 400 at the callback, 401 on refresh.
+ * revoked refresh token). Callers map it to our own answer: 400 `invalid_grant` at the callback, 401
+ * `oidc_refresh_refused` on refresh. `providerStatus` is the token endpoint's HTTP status, not ours, so the error
+ * carries no `status` an error handler could mistake for the answer.
  */
 export class OidcGrantError extends Error {
   override readonly name = 'OidcGrantError';
+  readonly code = 'oidc_grant_refused';
   constructor(
+    /** The OAuth `error` of the token endpoint's answer, e.g. `invalid_grant`. */
     readonly error: string,
-    readonly status: number,
+    /** The HTTP status the token endpoint answered with. */
+    readonly providerStatus: number,
   ) {
     super(`the token endpoint refused the grant: ${error}`);
   }

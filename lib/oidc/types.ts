@@ -2,6 +2,11 @@
 export interface OidcSessionState {
   /** Name of the provider the user logged in with. */
   provider: string;
+  /**
+   * Issuer of that provider (set by `oidcCallback`). The tokens belong to it alone: `req.oidc` refreshes, and
+   * `oidcLogout` sends the ID token hint, only through a provider of this name *and* issuer; without it, through none.
+   */
+  issuer?: string;
   idToken?: string;
   accessToken?: string;
   refreshToken?: string;

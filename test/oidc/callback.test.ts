@@ -28,8 +28,10 @@ describe('oidcCallback against a real OpenID provider', () => {
       issuer: idp.issuer,
       clientId: 'shop',
       clientSecret: CLIENT_SECRET,
-      allowInsecureHttpForTesting: true,
+      allowInsecureLocalDevelopment: true,
       postLogoutRedirectUri: `${apps.shop.origin}/bye`,
+      // This provider is trusted for roles.
+      rolesClaim: 'roles',
     });
   });
 

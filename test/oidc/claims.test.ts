@@ -1,8 +1,8 @@
-import { defaultClaimsToUser } from '../../lib/oidc';
+import { defaultClaimsToUser, rolesFromClaims } from '../../lib/oidc';
 
 describe('defaultClaimsToUser', () => {
-  it('maps sub, name and roles', () => {
-    expect(defaultClaimsToUser({ sub: 'u1', name: 'Ada', roles: ['admin'] })).toEqual({ name: 'Ada', roles: ['admin'] });
+  it('maps the name and grants no role, whatever the claims say', () => {
+    expect(defaultClaimsToUser({ sub: 'u1', name: 'Ada', roles: ['admin'] })).toEqual({ name: 'Ada', roles: [] });
   });
 
   it('falls back to preferred_username, then email, then sub for the name', () => {
@@ -22,16 +22,45 @@ describe('defaultClaimsToUser', () => {
   it('returns no id: the identity is always (issuer, sub)', () => {
     expect(defaultClaimsToUser({ sub: 'u1', name: 'Ada', id: 'admin' }, { id: 'admin' })).not.toHaveProperty('id');
   });
+});
 
-  it('grants no role from a malformed roles claim', () => {
-    expect(defaultClaimsToUser({ sub: 'u1', roles: 'admin' }).roles).toEqual([]);
-    expect(defaultClaimsToUser({ sub: 'u1', roles: ['admin', 1] }).roles).toEqual([]);
+describe('rolesFromClaims (a provider trusted for roles)', () => {
+  it('reads a top-level claim', () => {
+    expect(rolesFromClaims({ sub: 'u1', roles: ['admin', 'editor'] }, 'roles')).toEqual(['admin', 'editor']);
+  });
+
+  it('takes a claim name literally, so namespaced claims with dots work', () => {
+    expect(rolesFromClaims({ sub: 'u1', 'https://example.test/roles': ['admin'] }, 'https://example.test/roles')).toEqual(['admin']);
+  });
+
+  it('follows a path into nested claims', () => {
+    expect(rolesFromClaims({ sub: 'u1', realm_access: { roles: ['admin'] } }, ['realm_access', 'roles'])).toEqual(['admin']);
+    expect(rolesFromClaims({ sub: 'u1', realm_access: ['roles'] }, ['realm_access', 'roles'])).toEqual([]);
+    expect(rolesFromClaims({ sub: 'u1' }, ['realm_access', 'roles'])).toEqual([]);
+  });
+
+  it('accepts a single string as one role', () => {
+    expect(rolesFromClaims({ sub: 'u1', role: 'admin' }, 'role')).toEqual(['admin']);
+  });
+
+  it('grants no role from a malformed claim', () => {
+    expect(rolesFromClaims({ sub: 'u1', roles: ['admin', 1] }, 'roles')).toEqual([]);
+    expect(rolesFromClaims({ sub: 'u1', roles: { admin: true } }, 'roles')).toEqual([]);
+    expect(rolesFromClaims({ sub: 'u1', roles: '' }, 'roles')).toEqual([]);
+  });
+
+  it('does not read inherited properties as claims', () => {
+    expect(rolesFromClaims({ sub: 'u1' }, ['constructor', 'name'])).toEqual([]);
+  });
+
+  it('prefers the userinfo answer, as the fuller source', () => {
+    expect(rolesFromClaims({ sub: 'u1', roles: ['viewer'] }, 'roles', { sub: 'u1', roles: ['editor'] })).toEqual(['editor']);
   });
 
   it('copies the roles array instead of sharing it', () => {
     const roles = ['admin'];
-    const user = defaultClaimsToUser({ sub: 'u1', roles });
-    user.roles.push('x');
+    const copied = rolesFromClaims({ sub: 'u1', roles }, 'roles');
+    copied.push('x');
     expect(roles).toEqual(['admin']);
   });
 });

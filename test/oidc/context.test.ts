@@ -1,3 +1,4 @@
+import { Router } from 'express';
 import { startTestIdp, type TestIdp } from '../helpers/oidc-provider';
 import { startFakeIdp, type FakeIdp } from '../helpers/fake-oidc-provider';
 import { startSsoApps, type SsoApps } from '../helpers/oidc-apps';
@@ -38,7 +39,7 @@ describe('oidcContext options', () => {
 
   it('detects app.use(oidcContext) written for app.use(oidcContext(provider))', () => {
     const fakeRequest = { method: 'GET', headers: {} } as never;
-    expect(() => oidcContext(fakeRequest)).toThrow(/call the factory/);
+    expect(() => oidcContext(fakeRequest)).toThrow(/it is a factory/);
   });
 });
 
@@ -53,7 +54,7 @@ describe('req.oidc with a real provider', () => {
     idp = await startTestIdp({ clients: [{ clientId: 'shop', clientSecret: SECRET, redirectUris: [apps.redirectUri('corp')] }] });
     // A margin longer than the access token's life: every accessToken() call must refresh first.
     apps.configure(
-      { issuer: idp.issuer, clientId: 'shop', clientSecret: SECRET, allowInsecureHttpForTesting: true },
+      { issuer: idp.issuer, clientId: 'shop', clientSecret: SECRET, allowInsecureLocalDevelopment: true },
       { refreshMarginSeconds: 7200, store: counted.store },
     );
   });
@@ -123,7 +124,7 @@ describe('req.oidc refresh edge cases (provider under test control)', () => {
     apps = await startSsoApps('oidc-context-fake');
     fake = await startFakeIdp({ clientId: 'shop', clientSecret: SECRET });
     fake.refreshToken = 'rt-only-once-issued';
-    apps.configure({ name: 'fake', issuer: fake.issuer, clientId: 'shop', clientSecret: SECRET, allowInsecureHttpForTesting: true });
+    apps.configure({ name: 'fake', issuer: fake.issuer, clientId: 'shop', clientSecret: SECRET, allowInsecureLocalDevelopment: true });
   });
   afterAll(async () => {
     await fake.close();
@@ -143,10 +144,12 @@ describe('req.oidc refresh edge cases (provider under test control)', () => {
 
   it('keeps the old refresh token when the provider returns none', async () => {
     const ua = await loggedInAgent();
-    const first = JSON.parse((await ua.request(`${apps.shop.origin}/refresh`, { method: 'POST' })).body);
+    const first = JSON.parse(
+      (await ua.request(`${apps.shop.origin}/refresh`, { method: 'POST', headers: { Origin: apps.shop.origin } })).body,
+    );
     expect(first.hasRefreshToken).toBe(true);
     // The fake accepts only the refresh token issued at login: a second refresh works only if it was kept.
-    const second = await ua.request(`${apps.shop.origin}/refresh`, { method: 'POST' });
+    const second = await ua.request(`${apps.shop.origin}/refresh`, { method: 'POST', headers: { Origin: apps.shop.origin } });
     expect(second.status).toBe(200);
     expect(JSON.parse(second.body).accessToken).not.toBe(first.accessToken);
   });
@@ -155,11 +158,14 @@ describe('req.oidc refresh edge cases (provider under test control)', () => {
     const ua = await loggedInAgent();
     const before = JSON.parse((await ua.request(`${apps.shop.origin}/token`)).body).accessToken;
     fake.refreshIdToken = (ctx) => ctx.sign({ ...ctx.claims, sub: 'someone-else' });
-    const refused = await ua.request(`${apps.shop.origin}/refresh`, { method: 'POST', headers: { Accept: 'application/json' } });
+    const refused = await ua.request(`${apps.shop.origin}/refresh`, {
+      method: 'POST',
+      headers: { Accept: 'application/json', Origin: apps.shop.origin },
+    });
     expect(refused.status).toBe(502);
     expect(JSON.parse((await ua.request(`${apps.shop.origin}/token`)).body).accessToken).toBe(before);
     fake.refreshIdToken = (ctx) => ctx.sign(ctx.claims);
-    expect((await ua.request(`${apps.shop.origin}/refresh`, { method: 'POST' })).status).toBe(200);
+    expect((await ua.request(`${apps.shop.origin}/refresh`, { method: 'POST', headers: { Origin: apps.shop.origin } })).status).toBe(200);
   });
 
   it('keeps refreshed tokens when a request that loaded the session before the refresh ends after it', async () => {
@@ -177,7 +183,9 @@ describe('req.oidc refresh edge cases (provider under test control)', () => {
     });
     const held = ua.request(`${apps.shop.origin}/held-touch`);
     await inHandler;
-    const refreshed = JSON.parse((await ua.request(`${apps.shop.origin}/refresh`, { method: 'POST' })).body).accessToken;
+    const refreshed = JSON.parse(
+      (await ua.request(`${apps.shop.origin}/refresh`, { method: 'POST', headers: { Origin: apps.shop.origin } })).body,
+    ).accessToken;
     release();
     expect((await held).status).toBe(200);
     expect(JSON.parse((await ua.request(`${apps.auth.origin}/token`)).body).accessToken).toBe(refreshed);
@@ -186,11 +194,62 @@ describe('req.oidc refresh edge cases (provider under test control)', () => {
   it('answers 401 and ends the OIDC tokens when the provider refuses the refresh (invalid_grant)', async () => {
     const ua = await loggedInAgent();
     fake.tokenMode = 'invalid_grant';
-    const refused = await ua.request(`${apps.shop.origin}/refresh`, { method: 'POST', headers: { Accept: 'application/json' } });
+    const refused = await ua.request(`${apps.shop.origin}/refresh`, {
+      method: 'POST',
+      headers: { Accept: 'application/json', Origin: apps.shop.origin },
+    });
     expect(refused.status).toBe(401);
     expect(JSON.parse(refused.body).code).toBe('oidc_refresh_refused');
     fake.tokenMode = 'ok';
     const after = await ua.request(`${apps.shop.origin}/token`);
     expect(JSON.parse(after.body).accessToken).toBeNull();
+  });
+});
+
+describe('req.oidc is bound to the issuer the tokens came from', () => {
+  let apps: SsoApps;
+  let loggedInAt: FakeIdp;
+  let namesake: FakeIdp;
+
+  beforeAll(async () => {
+    apps = await startSsoApps('oidc-context-issuer');
+    loggedInAt = await startFakeIdp({ clientId: 'shop', clientSecret: SECRET });
+    loggedInAt.refreshToken = 'rt-of-the-first-provider';
+    namesake = await startFakeIdp({ clientId: 'shop', clientSecret: SECRET });
+    const options = { name: 'corp', clientId: 'shop', clientSecret: SECRET, allowInsecureLocalDevelopment: true };
+    // auth logs in through "corp" at one issuer; shop gives the name "corp" to a provider at another issuer.
+    apps.configure({ ...options, issuer: loggedInAt.issuer }, { refreshMarginSeconds: 7200 });
+    const shopRoutes = Router();
+    shopRoutes.use(
+      oidcContext(oidcProvider({ ...options, issuer: namesake.issuer, redirectUri: apps.redirectUri('corp'), store: apps.store }), {
+        refreshMarginSeconds: 7200,
+      }),
+    );
+    shopRoutes.get('/token', async (req, res, next) => {
+      try {
+        res.json({ context: req.oidc !== undefined, accessToken: (await req.oidc?.accessToken()) ?? null });
+      } catch (error) {
+        next(error);
+      }
+    });
+    apps.shop.mount(shopRoutes);
+  });
+  afterAll(async () => {
+    await loggedInAt.close();
+    await namesake.close();
+    await apps.close();
+  });
+
+  it("never sends a session's refresh token to another issuer's provider of the same name", async () => {
+    const ua = new TestUserAgent();
+    await ua.follow(`${apps.auth.origin}/login/corp`);
+    const onShop = JSON.parse((await ua.request(`${apps.shop.origin}/token`)).body);
+    expect(onShop).toEqual({ context: false, accessToken: null });
+    expect(namesake.hits.token).toBe(0);
+    // The provider the tokens came from still refreshes them.
+    const refreshesBefore = loggedInAt.hits.refresh;
+    const onAuth = JSON.parse((await ua.request(`${apps.auth.origin}/token`)).body);
+    expect(typeof onAuth.accessToken).toBe('string');
+    expect(loggedInAt.hits.refresh).toBe(refreshesBefore + 1);
   });
 });

@@ -15,9 +15,15 @@ describe('validateIdToken (through oidcCallback with a provider whose tokens the
   beforeAll(async () => {
     apps = await startSsoApps('oidc-idtoken');
     fake = await startFakeIdp({ clientId: 'shop', clientSecret: SECRET });
-    apps.configure({ name: 'fake', issuer: fake.issuer, clientId: 'shop', clientSecret: SECRET, allowInsecureHttpForTesting: true });
-    apps.configure({ name: 'fresh', issuer: fake.issuer, clientId: 'shop', clientSecret: SECRET, allowInsecureHttpForTesting: true });
-    apps.configure({ name: 'unknown-kid', issuer: fake.issuer, clientId: 'shop', clientSecret: SECRET, allowInsecureHttpForTesting: true });
+    apps.configure({ name: 'fake', issuer: fake.issuer, clientId: 'shop', clientSecret: SECRET, allowInsecureLocalDevelopment: true });
+    apps.configure({ name: 'fresh', issuer: fake.issuer, clientId: 'shop', clientSecret: SECRET, allowInsecureLocalDevelopment: true });
+    apps.configure({
+      name: 'unknown-kid',
+      issuer: fake.issuer,
+      clientId: 'shop',
+      clientSecret: SECRET,
+      allowInsecureLocalDevelopment: true,
+    });
   });
 
   afterAll(async () => {

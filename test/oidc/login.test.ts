@@ -16,12 +16,12 @@ describe('oidcLogin options', () => {
   });
 
   it('detects app.get(path, oidcLogin) written for app.get(path, oidcLogin(provider))', () => {
-    expect(() => oidcLogin({ method: 'GET', headers: {} } as never)).toThrow(/call the factory/);
+    expect(() => oidcLogin({ method: 'GET', headers: {} } as never)).toThrow(/it is a factory/);
   });
 
   it.each<[string, Record<string, unknown>, RegExp]>([
     ['an unknown prompt', { prompt: 'always' }, /prompt must be one of/],
-    ['a fractional maxAge', { maxAge: 1.5 }, /maxAge must be an integer/],
+    ['a fractional maxAge', { maxAge: 1.5 }, /maxAge must be a whole number of seconds/],
     ['a login hint with spaces', { loginHint: 'a b' }, /loginHint/],
     ['an unknown query parameter', { queryParameters: ['acr_values'] }, /queryParameters/],
   ])('throws a TypeError for %s', (_label, options, message) => {
@@ -61,7 +61,7 @@ describe('oidcLogin redirect', () => {
       issuer: fake.issuer,
       clientId: 'shop',
       clientSecret: SECRET,
-      allowInsecureHttpForTesting: true,
+      allowInsecureLocalDevelopment: true,
       scopes: ['openid', 'email'],
     });
   });
@@ -167,8 +167,8 @@ describe('oidcLogin redirect', () => {
         issuer: `http://127.0.0.1:${await freePort()}`,
         clientId: 'shop',
         clientSecret: SECRET,
-        allowInsecureHttpForTesting: true,
-        timeoutMs: 500,
+        allowInsecureLocalDevelopment: true,
+        timeoutSeconds: 0.5,
       });
       const ua = new TestUserAgent();
       const answer = await ua.request(`${down.auth.origin}/login/gone`, { headers: { Accept: 'application/json' } });

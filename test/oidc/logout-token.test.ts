@@ -30,7 +30,7 @@ describe('validateLogoutToken', () => {
       clientId: 'shop',
       clientSecret: SECRET,
       redirectUri: 'https://auth.example.test/cb',
-      allowInsecureHttpForTesting: true,
+      allowInsecureLocalDevelopment: true,
     });
 
   async function mint(claims: Record<string, unknown>, alg = 'RS256'): Promise<string> {
@@ -61,6 +61,7 @@ describe('validateLogoutToken', () => {
   it('refuses a token without jti', async () => {
     const { jti: _jti, ...rest } = claims();
     await expect(validateLogoutToken(provider(), redis.store, await mint(rest))).rejects.toBeInstanceOf(LogoutTokenRejectedError);
+    await expect(validateLogoutToken(provider(), redis.store, await mint(rest))).rejects.toMatchObject({ code: 'invalid_logout_token' });
   });
 
   it('refuses an ID token replayed as a logout token (it carries a nonce and no events)', async () => {
@@ -106,7 +107,7 @@ describe('backchannelLogout when the store is down', () => {
       clientId: 'shop',
       clientSecret: SECRET,
       redirectUri: 'https://auth.example.test/cb',
-      allowInsecureHttpForTesting: true,
+      allowInsecureLocalDevelopment: true,
       store,
     });
     const app = express();

@@ -1,10 +1,11 @@
+import { Router } from 'express';
 import { randomBytes } from 'node:crypto';
 import { startTestIdp, type TestIdp } from '../helpers/oidc-provider';
 import { startSsoApps, type SsoApps } from '../helpers/oidc-apps';
 import { startFakeIdp, type FakeIdp } from '../helpers/fake-oidc-provider';
 import { TestUserAgent } from '../helpers/http-user-agent';
 import { loadJose } from '../helpers/jose-tokens';
-import { BACKCHANNEL_LOGOUT_EVENT } from '../../lib/oidc';
+import { BACKCHANNEL_LOGOUT_EVENT, oidcLogout, oidcProvider } from '../../lib/oidc';
 
 const SECRET = 'logout-client-secret-0123456789abcdef';
 
@@ -29,7 +30,7 @@ describe('logout with a real provider', () => {
       issuer: idp.issuer,
       clientId: 'shop',
       clientSecret: SECRET,
-      allowInsecureHttpForTesting: true,
+      allowInsecureLocalDevelopment: true,
       postLogoutRedirectUri: `${apps.shop.origin}/bye`,
     });
   });
@@ -54,7 +55,7 @@ describe('logout with a real provider', () => {
   describe('oidcLogout (RP-initiated)', () => {
     it('ends the local session, then redirects to end_session_endpoint with id_token_hint, client_id and post_logout_redirect_uri', async () => {
       const ua = await loggedInAgent();
-      const answer = await ua.request(`${apps.auth.origin}/logout/corp`, { method: 'POST' });
+      const answer = await ua.request(`${apps.auth.origin}/logout/corp`, { method: 'POST', headers: { Origin: apps.auth.origin } });
       expect(answer.status).toBe(303);
       const target = new URL(answer.location!);
       expect(`${target.origin}${target.pathname}`).toBe(`${idp.issuer}/session/end`);
@@ -67,9 +68,25 @@ describe('logout with a real provider', () => {
       expect(await loggedOutEverywhere(ua)).toBe(true);
     });
 
+    // The documented behaviour (docs/oidc.md, "Logout"): ssoSession refuses cookie-authenticated unsafe requests from
+    // other origins. Marked `failing` until that check lands in the session layer; then turn it into a plain `it`.
+    it.failing('does not log the user out on a POST from a sibling subdomain (ssoSession refuses it: 403 csrf_origin)', async () => {
+      const ua = await loggedInAgent();
+      // Sibling subdomains are same-site: SameSite=Lax sends the session cookie with their form posts.
+      const forged = await ua.request(`${apps.auth.origin}/logout/corp`, {
+        method: 'POST',
+        headers: { Origin: 'https://evil.example.test', 'Sec-Fetch-Site': 'same-site', Accept: 'application/json' },
+      });
+      expect(forged.status).toBe(403);
+      expect(JSON.parse(forged.body).code).toBe('csrf_origin');
+      expect(forged.location).toBeUndefined();
+      expect((await ua.request(`${apps.shop.origin}/me`)).status).toBe(200);
+      expect((await ua.request(`${apps.auth.origin}/me`)).status).toBe(200);
+    });
+
     it('is accepted by the provider, which sends the browser back to the post-logout page', async () => {
       const ua = await loggedInAgent();
-      const answer = await ua.request(`${apps.auth.origin}/logout/corp`, { method: 'POST' });
+      const answer = await ua.request(`${apps.auth.origin}/logout/corp`, { method: 'POST', headers: { Origin: apps.auth.origin } });
       const confirm = await ua.request(answer.location!);
       expect(confirm.status).toBe(200);
       const xsrf = /name="xsrf" value="([^"]+)"/.exec(confirm.body)?.[1];
@@ -178,7 +195,7 @@ describe('oidcLogout with a provider without end_session_endpoint', () => {
   beforeAll(async () => {
     apps = await startSsoApps('oidc-logout-fake');
     fake = await startFakeIdp({ clientId: 'shop', clientSecret: SECRET });
-    const base = { issuer: fake.issuer, clientId: 'shop', clientSecret: SECRET, allowInsecureHttpForTesting: true };
+    const base = { issuer: fake.issuer, clientId: 'shop', clientSecret: SECRET, allowInsecureLocalDevelopment: true };
     apps.configure({ ...base, name: 'fake', postLogoutRedirectUri: `${apps.shop.origin}/bye` });
     apps.configure({ ...base, name: 'plain' });
     apps.configure({ ...base, name: 'foreign', postLogoutRedirectUri: 'https://evil.example.net/bye' });
@@ -197,7 +214,7 @@ describe('oidcLogout with a provider without end_session_endpoint', () => {
 
   it('ends the local session and goes to the post-logout page', async () => {
     const ua = await loggedIn('fake');
-    const answer = await ua.request(`${apps.auth.origin}/logout/fake`, { method: 'POST' });
+    const answer = await ua.request(`${apps.auth.origin}/logout/fake`, { method: 'POST', headers: { Origin: apps.auth.origin } });
     expect(answer.status).toBe(303);
     expect(answer.location).toBe(`${apps.shop.origin}/bye`);
     expect((await ua.request(`${apps.shop.origin}/me`)).status).toBe(401);
@@ -205,15 +222,76 @@ describe('oidcLogout with a provider without end_session_endpoint', () => {
 
   it("goes to the redirect policy's default page without a post-logout URI", async () => {
     const ua = await loggedIn('plain');
-    const answer = await ua.request(`${apps.auth.origin}/logout/plain`, { method: 'POST' });
+    const answer = await ua.request(`${apps.auth.origin}/logout/plain`, { method: 'POST', headers: { Origin: apps.auth.origin } });
     expect(answer.location).toBe(`${apps.auth.origin}/`);
     expect((await ua.request(`${apps.shop.origin}/me`)).status).toBe(401);
   });
 
   it('refuses a post-logout URI outside the parent domain (configuration error, 500) without redirecting there', async () => {
     const ua = await loggedIn('foreign');
-    const answer = await ua.request(`${apps.auth.origin}/logout/foreign`, { method: 'POST', headers: { Accept: 'application/json' } });
+    const answer = await ua.request(`${apps.auth.origin}/logout/foreign`, {
+      method: 'POST',
+      headers: { Accept: 'application/json', Origin: apps.auth.origin },
+    });
     expect(answer.status).toBe(500);
+    expect(JSON.parse(answer.body).code).toBe('oidc_misconfigured');
     expect(answer.location).toBeUndefined();
+  });
+});
+
+describe('oidcLogout sends the ID token hint only to the issuer that issued it', () => {
+  let apps: SsoApps;
+  let loggedInAt: FakeIdp;
+  let namesake: FakeIdp;
+
+  const endpointsOf = (fake: FakeIdp) => ({
+    authorization: `${fake.issuer}/authorize`,
+    token: `${fake.issuer}/token`,
+    jwks: `${fake.issuer}/jwks`,
+    endSession: `${fake.issuer}/session/end`,
+  });
+
+  beforeAll(async () => {
+    apps = await startSsoApps('oidc-logout-issuer');
+    loggedInAt = await startFakeIdp({ clientId: 'shop', clientSecret: SECRET });
+    namesake = await startFakeIdp({ clientId: 'shop', clientSecret: SECRET });
+    const options = { name: 'corp', clientId: 'shop', clientSecret: SECRET, allowInsecureLocalDevelopment: true };
+    apps.configure({ ...options, issuer: loggedInAt.issuer, endpoints: endpointsOf(loggedInAt) });
+    // shop gives the name "corp" to a provider at another issuer.
+    const shopRoutes = Router();
+    const other = oidcProvider({
+      ...options,
+      issuer: namesake.issuer,
+      endpoints: endpointsOf(namesake),
+      redirectUri: apps.redirectUri('corp'),
+      store: apps.store,
+    });
+    shopRoutes.post('/logout/corp', oidcLogout(other));
+    apps.shop.mount(shopRoutes);
+  });
+  afterAll(async () => {
+    await loggedInAt.close();
+    await namesake.close();
+    await apps.close();
+  });
+
+  async function logoutAt(origin: string): Promise<URL> {
+    const ua = new TestUserAgent();
+    await ua.follow(`${apps.auth.origin}/login/corp`);
+    const answer = await ua.request(`${origin}/logout/corp`, { method: 'POST', headers: { Origin: origin } });
+    expect(answer.status).toBe(303);
+    return new URL(answer.location!);
+  }
+
+  it('hints the provider the session logged in through', async () => {
+    const target = await logoutAt(apps.auth.origin);
+    expect(`${target.origin}${target.pathname}`).toBe(`${loggedInAt.issuer}/session/end`);
+    expect(target.searchParams.get('id_token_hint')).toMatch(/^ey/);
+  });
+
+  it('sends no ID token to a provider of the same name at another issuer', async () => {
+    const target = await logoutAt(apps.shop.origin);
+    expect(`${target.origin}${target.pathname}`).toBe(`${namesake.issuer}/session/end`);
+    expect(target.searchParams.has('id_token_hint')).toBe(false);
   });
 });

@@ -21,7 +21,7 @@ describe('oidcProvider options', () => {
       issuer: valid.issuer,
       scope: 'openid profile email',
       idTokenSigningAlg: 'RS256',
-      timeoutMs: 5000,
+      timeoutSeconds: 5,
     });
   });
 
@@ -29,11 +29,11 @@ describe('oidcProvider options', () => {
     ['scopes without openid', { scopes: ['profile'] }, /scopes must include "openid"/],
     ['an http issuer', { issuer: 'http://idp.example.test' }, /issuer must use https/],
     ['a relative redirectUri', { redirectUri: '/callback' }, /redirectUri must be an absolute URL/],
-    ['a missing client secret', { clientSecret: undefined as unknown as string }, /clientSecret must be a non-empty string/],
+    ['a missing client secret', { clientSecret: undefined as unknown as string }, /clientSecret is required \(a non-empty string/],
     ['alg none', { idTokenSigningAlg: 'none' }, /idTokenSigningAlg must be one of/],
     ['HS256', { idTokenSigningAlg: 'HS256' }, /idTokenSigningAlg must be one of/],
     ['an unknown auth method', { tokenEndpointAuthMethod: 'private_key_jwt' as never }, /tokenEndpointAuthMethod/],
-    ['a negative timeout', { timeoutMs: -1 }, /timeoutMs must be a positive number/],
+    ['a negative timeout', { timeoutSeconds: -1 }, /timeoutSeconds must be above 0/],
     ['a huge clock tolerance', { clockToleranceSeconds: 3600 }, /clockToleranceSeconds/],
     ['an upper-case name', { name: 'Corp' }, /name must be lowercase/],
     [
@@ -54,8 +54,8 @@ describe('oidcProvider options', () => {
     expect(() => oidcProvider({ ...valid, ...change } as OidcProviderOptions)).toThrow(message);
   });
 
-  it('accepts http issuers only with allowInsecureHttpForTesting', () => {
-    expect(() => oidcProvider({ ...valid, issuer: 'http://127.0.0.1:1', allowInsecureHttpForTesting: true })).not.toThrow();
+  it('accepts http issuers only with allowInsecureLocalDevelopment', () => {
+    expect(() => oidcProvider({ ...valid, issuer: 'http://127.0.0.1:1', allowInsecureLocalDevelopment: true })).not.toThrow();
   });
 
   it('accepts http token, jwks and userinfo endpoints on a loopback host only (a back channel), never for the browser', () => {
@@ -92,6 +92,24 @@ describe('oidcProvider options', () => {
   });
 });
 
+describe('oidcProvider roles: only from a provider trusted for them', () => {
+  const claims = { sub: 'alice', name: 'Alice', roles: ['admin'], realm_access: { roles: ['auditor'] } };
+
+  it('takes no role from the claims by default', () => {
+    expect(oidcProvider(valid).claimsToUser(claims).roles).toEqual([]);
+  });
+
+  it('takes roles from the configured claim or path once trusted', () => {
+    expect(oidcProvider({ ...valid, rolesClaim: 'roles' }).claimsToUser(claims).roles).toEqual(['admin']);
+    expect(oidcProvider({ ...valid, rolesClaim: ['realm_access', 'roles'] }).claimsToUser(claims).roles).toEqual(['auditor']);
+  });
+
+  it("leaves roles to the app's own claimsToUser", () => {
+    const corp = oidcProvider({ ...valid, claimsToUser: (c) => ({ name: String(c.name), roles: c.sub === 'alice' ? ['editor'] : [] }) });
+    expect(corp.claimsToUser(claims).roles).toEqual(['editor']);
+  });
+});
+
 describe('oidcProvider discovery', () => {
   let fake: FakeIdp;
 
@@ -104,7 +122,7 @@ describe('oidcProvider discovery', () => {
   });
 
   it('fetches the discovery document once and shares it between concurrent callers', async () => {
-    const corp = oidcProvider({ ...valid, issuer: fake.issuer, allowInsecureHttpForTesting: true });
+    const corp = oidcProvider({ ...valid, issuer: fake.issuer, allowInsecureLocalDevelopment: true });
     const before = fake.hits.discovery;
     const [a, b] = await Promise.all([corp.metadata(), corp.metadata()]);
     await corp.metadata();
@@ -115,25 +133,25 @@ describe('oidcProvider discovery', () => {
 
   it('refuses a discovery document whose issuer differs from the configured one (502)', async () => {
     fake.discovery = { issuer: `${fake.issuer}/` };
-    const corp = oidcProvider({ ...valid, issuer: fake.issuer, allowInsecureHttpForTesting: true });
+    const corp = oidcProvider({ ...valid, issuer: fake.issuer, allowInsecureLocalDevelopment: true });
     await expect(corp.metadata()).rejects.toMatchObject({ status: 502, code: 'idp_bad_response' });
   });
 
   it('accepts discovered http endpoints when insecure http is allowed for testing', async () => {
     fake.discovery = { token_endpoint: 'http://idp.example.test/token' };
-    const corp = oidcProvider({ ...valid, issuer: fake.issuer, allowInsecureHttpForTesting: true });
+    const corp = oidcProvider({ ...valid, issuer: fake.issuer, allowInsecureLocalDevelopment: true });
     await expect(corp.metadata()).resolves.toBeDefined();
   });
 
   it('refuses a discovery answer larger than 1 MiB without reading it all (502)', async () => {
     fake.discovery = { padding: 'x'.repeat(1024 * 1024 + 10) };
-    const corp = oidcProvider({ ...valid, issuer: fake.issuer, allowInsecureHttpForTesting: true });
+    const corp = oidcProvider({ ...valid, issuer: fake.issuer, allowInsecureLocalDevelopment: true });
     await expect(corp.metadata()).rejects.toMatchObject({ status: 502, detail: expect.stringMatching(/more than/) });
   });
 
   it('does not cache a failed discovery', async () => {
     fake.discovery = { issuer: 'https://other.example.test' };
-    const corp = oidcProvider({ ...valid, issuer: fake.issuer, allowInsecureHttpForTesting: true });
+    const corp = oidcProvider({ ...valid, issuer: fake.issuer, allowInsecureLocalDevelopment: true });
     await expect(corp.metadata()).rejects.toMatchObject({ status: 502 });
     fake.discovery = {};
     await expect(corp.metadata()).resolves.toMatchObject({ issuer: fake.issuer });
@@ -143,7 +161,13 @@ describe('oidcProvider discovery', () => {
     const apps = await startSsoApps('oidc-provider-mismatch');
     try {
       fake.discovery = { issuer: 'https://evil.example.net' };
-      apps.configure({ name: 'mismatch', issuer: fake.issuer, clientId: 'shop', clientSecret: SECRET, allowInsecureHttpForTesting: true });
+      apps.configure({
+        name: 'mismatch',
+        issuer: fake.issuer,
+        clientId: 'shop',
+        clientSecret: SECRET,
+        allowInsecureLocalDevelopment: true,
+      });
       const ua = new TestUserAgent();
       const answer = await ua.request(`${apps.auth.origin}/login/mismatch`);
       expect(answer.status).toBe(502);
@@ -176,7 +200,7 @@ describe('client authentication at a real provider', () => {
       issuer: idp.issuer,
       clientId: 'basic-client',
       clientSecret: SECRET,
-      allowInsecureHttpForTesting: true,
+      allowInsecureLocalDevelopment: true,
     });
     apps.configure({
       name: 'post',
@@ -184,7 +208,7 @@ describe('client authentication at a real provider', () => {
       clientId: 'post-client',
       clientSecret: SECRET,
       tokenEndpointAuthMethod: 'client_secret_post',
-      allowInsecureHttpForTesting: true,
+      allowInsecureLocalDevelopment: true,
     });
   });
   afterAll(async () => {

@@ -2,6 +2,7 @@ import { startFakeIdp, type FakeIdp } from '../helpers/fake-oidc-provider';
 import { startSsoApps, type SsoApps } from '../helpers/oidc-apps';
 import { TestUserAgent } from '../helpers/http-user-agent';
 import { freePort } from '../helpers/redis';
+import { OidcGrantError, refreshTokenGrant, type OidcProvider } from '../../lib/oidc';
 
 const SECRET = 'fake-client-secret-0123456789abcdefghij';
 
@@ -9,14 +10,15 @@ describe('the token endpoint and userinfo calls of the callback', () => {
   let apps: SsoApps;
   let fake: FakeIdp;
   let deadPort: number;
+  let provider: OidcProvider;
 
   beforeAll(async () => {
     apps = await startSsoApps('oidc-token-client');
     fake = await startFakeIdp({ clientId: 'shop', clientSecret: SECRET });
     deadPort = await freePort();
-    const base = { clientId: 'shop', clientSecret: SECRET, allowInsecureHttpForTesting: true };
-    apps.configure({ ...base, name: 'fake', issuer: fake.issuer, timeoutMs: 400 });
-    apps.configure({ ...base, name: 'userinfo', issuer: fake.issuer, fetchUserinfo: true });
+    const base = { clientId: 'shop', clientSecret: SECRET, allowInsecureLocalDevelopment: true };
+    provider = apps.configure({ ...base, name: 'fake', issuer: fake.issuer, timeoutSeconds: 0.4 });
+    apps.configure({ ...base, name: 'userinfo', issuer: fake.issuer, fetchUserinfo: true, rolesClaim: 'roles' });
     // A mapping written for the old model, which chose the user id itself.
     apps.configure({
       ...base,
@@ -100,6 +102,15 @@ describe('the token endpoint and userinfo calls of the callback', () => {
     const last = chain[chain.length - 1]!;
     expect(last.status).toBe(502);
     expect(last.headers['content-type']).toMatch(/text\/html/);
+  });
+
+  it("reports a refused grant with the provider's status as providerStatus, never as status (which is ours)", async () => {
+    fake.tokenMode = 'invalid_grant';
+    const refused = await refreshTokenGrant(provider, 'rt-unknown').catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(OidcGrantError);
+    expect(refused).toMatchObject({ code: 'oidc_grant_refused', error: 'invalid_grant', providerStatus: 400 });
+    expect(refused).not.toHaveProperty('status');
+    expect(refused).not.toHaveProperty('statusCode');
   });
 
   it('answers 400 invalid_grant when the provider refuses the code', async () => {

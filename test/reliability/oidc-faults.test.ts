@@ -37,8 +37,8 @@ describe('the OIDC callback when the identity provider fails', () => {
       issuer: fake.issuer,
       clientId: 'shop',
       clientSecret: CLIENT_SECRET,
-      allowInsecureHttpForTesting: true,
-      timeoutMs: IDP_TIMEOUT_MS,
+      allowInsecureLocalDevelopment: true,
+      timeoutSeconds: IDP_TIMEOUT_MS / 1000,
     });
     return name;
   }
