@@ -3,6 +3,7 @@ import { DEFAULT_DIRECTORY_SOURCE, sourceProblem } from '../session/identity';
 import type { KeyValueStore } from '../store/port';
 import type { QrAppRegistration } from './app-registry';
 import type { QrTokenIssuer, QrUserDirectory } from './provider-ports';
+import { checkOptions, OptionsError, type OptionSchema, type OptionSpec } from '../util/options';
 
 /** Rate limits of what a stranger can reach, per minute. */
 export interface QrRateLimits {
@@ -78,141 +79,120 @@ export interface ResolvedProviderOptions {
   directorySource: string;
 }
 
-const KNOWN_OPTIONS = new Set([
-  'store',
-  'apps',
-  'users',
-  'tokens',
-  'authenticateApp',
-  'publicUrl',
-  'openidSecret',
-  'qrValiditySeconds',
-  'testOnlyQrValiditySeconds',
-  'codeValiditySeconds',
-  'accessTokenLifetimeSeconds',
-  'subjectRetentionSeconds',
-  'requireSecretOnRefresh',
-  'wechatCompatibleStatus',
-  'rateLimits',
-  'bindingCookieName',
-  'loginUrl',
-]);
-
-/** Throws the provider's option error. */
-export function fail(message: string): never {
-  throw new TypeError(`qrLoginProvider: ${message}`);
+/** A whole number of seconds within [min, max]: these lifetimes become store expiries, which are whole seconds. */
+function seconds(min: number, max: number, extra?: () => string | undefined): OptionSpec {
+  const expected = `a whole number of seconds from ${min} to ${max}`;
+  return {
+    type: 'integer',
+    expected,
+    check: (value: number) => extra?.() ?? (value < min || value > max ? `must be ${expected}, got ${value}` : undefined),
+  };
 }
 
-function integerIn(
-  options: QrLoginProviderOptions,
-  name: keyof QrLoginProviderOptions,
-  fallback: number,
-  min: number,
-  max: number,
-): number {
-  const value = options[name];
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    fail(`${String(name)} must be a whole number of seconds from ${min} to ${max}, got ${JSON.stringify(value)}`);
-  }
-  return value;
-}
+const TOKEN_METHODS = ['issueAccessToken', 'verifyAccessToken', 'issueRefreshToken', 'rotateRefreshToken', 'revokeGrant', 'isRevoked'];
 
-function checkPorts(options: QrLoginProviderOptions): void {
-  if (!options.store || typeof options.store.compareAndSet !== 'function') fail('store must be a KeyValueStore (e.g. new RedisStore(url))');
-  if (!options.users || typeof options.users.findById !== 'function') fail('users must have findById(id) returning the user or null');
-  if (options.users.source !== undefined && sourceProblem(options.users.source) !== undefined) {
-    fail(`users.source ${String(sourceProblem(options.users.source))}`);
-  }
-  const tokens = options.tokens as Partial<QrTokenIssuer> | undefined;
-  for (const method of [
-    'issueAccessToken',
-    'verifyAccessToken',
-    'issueRefreshToken',
-    'rotateRefreshToken',
-    'revokeGrant',
-    'isRevoked',
-  ] as const) {
-    if (!tokens || typeof tokens[method] !== 'function')
-      fail(`tokens must implement ${method}() (wrap the TokenService with qrTokenIssuer())`);
-  }
-  if (options.authenticateApp !== undefined && typeof options.authenticateApp !== 'function') {
-    fail('authenticateApp must be a middleware such as requireBearer({ … })');
-  }
-}
-
-function publicOriginOf(publicUrl: string | undefined): string | undefined {
-  if (publicUrl === undefined) return undefined;
+function publicUrlProblem(publicUrl: string): string | undefined {
   let url: URL;
   try {
     url = new URL(publicUrl);
   } catch {
-    fail(`publicUrl must be an absolute URL like "https://idp.example.test", got ${JSON.stringify(publicUrl)}`);
+    return `must be an absolute URL like "https://idp.example.test", got ${JSON.stringify(publicUrl)}`;
   }
-  if (url.pathname !== '/' || url.search || url.hash)
-    fail('publicUrl must be an origin only, like "https://idp.example.test" (mount paths are taken from the request)');
-  return url.origin;
+  if (url.pathname !== '/' || url.search || url.hash) {
+    return 'must be an origin only, like "https://idp.example.test" (mount paths are taken from the request)';
+  }
+  return undefined;
 }
 
-function checkRateLimits(rateLimits: QrLoginProviderOptions['rateLimits']): Required<QrRateLimits> | undefined {
-  if (rateLimits !== undefined && rateLimits !== false) {
-    if (typeof rateLimits !== 'object') fail('rateLimits must be { qrconnectPerMinute, tokenPerMinute } or false');
-    for (const [name, value] of Object.entries(rateLimits)) {
-      if (name !== 'qrconnectPerMinute' && name !== 'tokenPerMinute') fail(`rateLimits has an unknown limit "${name}"`);
-      if (value !== undefined && (typeof value !== 'number' || !Number.isInteger(value) || value < 1))
-        fail(`rateLimits.${name} must be a positive whole number`);
-    }
-  }
-  return rateLimits === false ? undefined : { qrconnectPerMinute: 30, tokenPerMinute: 600, ...rateLimits };
-}
+const SCHEMA: OptionSchema = {
+  store: {
+    type: 'object',
+    required: true,
+    expected: 'a KeyValueStore (e.g. new RedisStore(url))',
+    check: (store: { compareAndSet?: unknown }) =>
+      typeof store.compareAndSet === 'function' ? undefined : 'must be a KeyValueStore (e.g. new RedisStore(url))',
+  },
+  apps: { type: 'array', required: true, expected: 'a non-empty array of { appid, secretHash, name, redirectUris }' },
+  users: {
+    type: 'object',
+    required: true,
+    expected: 'a directory with findById(id) returning the user or null',
+    check: (users: { findById?: unknown }) =>
+      typeof users.findById === 'function' ? undefined : 'must have findById(id) returning the user or null',
+  },
+  tokens: {
+    type: 'object',
+    required: true,
+    expected: 'qrTokenIssuer(tokenService)',
+    check: (tokens: Record<string, unknown>) => {
+      const missing = TOKEN_METHODS.find((method) => typeof tokens[method] !== 'function');
+      return missing === undefined ? undefined : `must implement ${missing}() (wrap the TokenService with qrTokenIssuer())`;
+    },
+  },
+  authenticateApp: { type: 'function', expected: 'a middleware such as requireBearer({ … })' },
+  publicUrl: { type: 'string', expected: 'an origin like "https://idp.example.test"', check: publicUrlProblem },
+  openidSecret: {
+    type: ['string', 'buffer'],
+    check: (secret: string | Buffer) =>
+      Buffer.byteLength(secret) < 32 ? 'must be at least 32 bytes (e.g. crypto.randomBytes(32))' : undefined,
+  },
+  qrValiditySeconds: seconds(120, 300),
+  testOnlyQrValiditySeconds: seconds(1, 119, () =>
+    process.env.NODE_ENV === 'production' ? 'is for tests and is refused when NODE_ENV=production' : undefined,
+  ),
+  codeValiditySeconds: seconds(30, 600),
+  accessTokenLifetimeSeconds: seconds(60, 86_400),
+  subjectRetentionSeconds: seconds(3600, 365 * 86_400),
+  requireSecretOnRefresh: { type: 'boolean' },
+  wechatCompatibleStatus: { type: 'boolean' },
+  rateLimits: {
+    type: ['object', 'boolean'],
+    expected: '{ qrconnectPerMinute, tokenPerMinute } or false',
+    check: (limits: object | boolean) => (limits === true ? 'must be { qrconnectPerMinute, tokenPerMinute } or false' : undefined),
+  },
+  bindingCookieName: {
+    type: 'string',
+    check: (name: string) => (/^[A-Za-z0-9_-]{1,64}$/.test(name) ? undefined : 'must be a plain cookie name like "qr_binding"'),
+  },
+  loginUrl: {
+    type: 'string',
+    expected: 'a path on this provider, like "/login"',
+    check: (url: string) => (url.startsWith('/') && !url.startsWith('//') ? undefined : 'must be a path on this provider, like "/login"'),
+  },
+};
+
+const PER_MINUTE: OptionSpec = {
+  type: 'integer',
+  expected: 'a positive whole number',
+  check: (value: number) => (value < 1 ? `must be a positive whole number, got ${value}` : undefined),
+};
+const RATE_LIMITS_SCHEMA: OptionSchema = { qrconnectPerMinute: PER_MINUTE, tokenPerMinute: PER_MINUTE };
 
 /**
- * Checks the options of `qrLoginProvider` when it is called and resolves every default once.
+ * Checks the options of `qrLoginProvider` when it is called (the kit's one options rule) and resolves every
+ * default once. Throws an `OptionsError` naming the option at fault; the options are only read.
  *
  * @example
- * const settings = resolveProviderOptions(options); // throws a TypeError naming the option at fault
+ * const settings = resolveProviderOptions(options);
  */
 export function resolveProviderOptions(options: QrLoginProviderOptions): ResolvedProviderOptions {
-  if (!options || typeof options !== 'object') fail('options are required: { store, apps, users, tokens }');
-  for (const key of Object.keys(options)) if (!KNOWN_OPTIONS.has(key)) fail(`unknown option "${key}"`);
-  checkPorts(options);
-  let validitySeconds = integerIn(options, 'qrValiditySeconds', 180, 120, 300);
-  if (options.testOnlyQrValiditySeconds !== undefined) {
-    if (process.env.NODE_ENV === 'production') fail('testOnlyQrValiditySeconds is for tests and is refused when NODE_ENV=production');
-    if (options.qrValiditySeconds !== undefined) fail('give qrValiditySeconds or testOnlyQrValiditySeconds, not both');
-    validitySeconds = integerIn(options, 'testOnlyQrValiditySeconds', 180, 1, 119);
+  checkOptions('qrLoginProvider', options, SCHEMA, { exclusive: [['qrValiditySeconds', 'testOnlyQrValiditySeconds']] });
+  const source = options.users.source;
+  if (source !== undefined && sourceProblem(source) !== undefined) {
+    throw new OptionsError(`qrLoginProvider: users.source ${String(sourceProblem(source))}`);
   }
-  const codeValiditySeconds = integerIn(options, 'codeValiditySeconds', 300, 30, 600);
-  integerIn(options, 'accessTokenLifetimeSeconds', 7200, 60, 86_400);
-  integerIn(options, 'subjectRetentionSeconds', 30 * 86_400, 3600, 365 * 86_400);
-  const publicOrigin = publicOriginOf(options.publicUrl);
-  if (options.openidSecret !== undefined && Buffer.byteLength(options.openidSecret) < 32) {
-    fail('openidSecret must be at least 32 bytes (e.g. crypto.randomBytes(32))');
-  }
-  for (const flag of ['requireSecretOnRefresh', 'wechatCompatibleStatus'] as const) {
-    if (options[flag] !== undefined && typeof options[flag] !== 'boolean') fail(`${flag} must be true or false`);
-  }
-  const rateLimits = checkRateLimits(options.rateLimits);
-  const cookieName = options.bindingCookieName ?? 'qr_binding';
-  if (typeof cookieName !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(cookieName))
-    fail('bindingCookieName must be a plain cookie name like "qr_binding"');
-  if (
-    options.loginUrl !== undefined &&
-    (typeof options.loginUrl !== 'string' || !options.loginUrl.startsWith('/') || options.loginUrl.startsWith('//'))
-  ) {
-    fail('loginUrl must be a path on this provider, like "/login"');
-  }
+  if (typeof options.rateLimits === 'object') checkOptions('qrLoginProvider: rateLimits', options.rateLimits, RATE_LIMITS_SCHEMA);
   return {
-    validitySeconds,
-    codeValiditySeconds,
+    validitySeconds: options.testOnlyQrValiditySeconds ?? options.qrValiditySeconds ?? 180,
+    codeValiditySeconds: options.codeValiditySeconds ?? 300,
     accessTokenLifetimeSeconds: options.accessTokenLifetimeSeconds ?? 7200,
     subjectRetentionSeconds: options.subjectRetentionSeconds ?? 30 * 86_400,
     requireSecretOnRefresh: options.requireSecretOnRefresh ?? true,
     wechatCompatibleStatus: options.wechatCompatibleStatus ?? false,
-    rateLimits,
-    publicOrigin,
-    cookieName,
+    rateLimits: options.rateLimits === false ? undefined : { qrconnectPerMinute: 30, tokenPerMinute: 600, ...options.rateLimits },
+    publicOrigin: options.publicUrl === undefined ? undefined : new URL(options.publicUrl).origin,
+    cookieName: options.bindingCookieName ?? 'qr_binding',
     loginUrl: options.loginUrl,
-    directorySource: options.users.source ?? DEFAULT_DIRECTORY_SOURCE,
+    directorySource: source ?? DEFAULT_DIRECTORY_SOURCE,
   };
 }

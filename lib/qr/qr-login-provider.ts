@@ -3,7 +3,8 @@ import { buildAppRegistry } from './app-registry';
 import { browserRoutes } from './browser-routes';
 import { confirmationRoutes } from './confirmation-routes';
 import type { QrProviderContext } from './provider-context';
-import { fail, resolveProviderOptions, type QrLoginProviderOptions } from './provider-options';
+import { OptionsError } from '../util/options';
+import { resolveProviderOptions, type QrLoginProviderOptions } from './provider-options';
 import { QrLoginRequests } from './qr-login-requests';
 import { qrconnectRoutes } from './qrconnect-route';
 import { qrLoginsResource } from './qr-logins-resource';
@@ -25,7 +26,9 @@ export type { QrLoginProviderOptions, QrRateLimits } from './provider-options';
 export function qrLoginProvider(options: QrLoginProviderOptions): Router {
   // eslint-disable-next-line prefer-rest-params
   if (arguments.length === 3 && typeof arguments[2] === 'function') {
-    fail('it is a factory; write app.use(qrLoginProvider({ store, apps, users, tokens })), not app.use(qrLoginProvider)');
+    throw new OptionsError(
+      'qrLoginProvider: it is a factory; write app.use(qrLoginProvider({ store, apps, users, tokens })), not app.use(qrLoginProvider)',
+    );
   }
   const settings = resolveProviderOptions(options);
   const apps = buildAppRegistry(options.apps);

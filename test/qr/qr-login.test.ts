@@ -103,7 +103,7 @@ async function throughProvider(provider: ProviderHarness, qrconnectUrl: string, 
 describe('qrLogin options', () => {
   it('refuses a missing or short secret, an http provider outside loopback, unknown options', () => {
     const base = { providerUrl: 'https://idp.example.test', appid: 'shop', secret: 'x'.repeat(32), redirectUri: SHOP_REDIRECT };
-    expect(() => qrLogin({ ...base, secret: undefined as never })).toThrow(/secret must be the app secret/);
+    expect(() => qrLogin({ ...base, secret: undefined as never })).toThrow(/secret is required \(the app secret/);
     expect(() => qrLogin({ ...base, secret: 'short' })).toThrow(/at least 32 characters/);
     expect(() => qrLogin({ ...base, providerUrl: 'http://idp.example.test' })).toThrow(/must use https/);
     expect(() => qrLogin({ ...base, exchangeMethod: 'PUT' as never })).toThrow(/exchangeMethod/);
