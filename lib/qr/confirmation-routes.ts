@@ -16,7 +16,7 @@ import { effectiveStatus, type QrLoginTransition } from './qr-state';
  */
 export function confirmationRoutes(context: QrProviderContext): Router {
   const { apps, requests } = context;
-  const { codeValiditySeconds } = context.settings;
+  const { codeLifetimeSeconds } = context.settings;
   const sessionUser = requireSessionUser(context);
   const confirmationForm = express.urlencoded({ extended: false, limit: '1kb' });
   const sameOrigin: RequestHandler = function qrSameOriginCheck(req, _res, next) {
@@ -66,11 +66,11 @@ export function confirmationRoutes(context: QrProviderContext): Router {
         if (to !== 'scanned') {
           const current = await requests.get(authCode);
           if (current && effectiveStatus(current, Date.now()) === 'pending') {
-            const scanned = await requests.transition(authCode, 'scanned', userId, codeValiditySeconds);
+            const scanned = await requests.transition(authCode, 'scanned', userId, codeLifetimeSeconds);
             if (!scanned.ok && scanned.reason !== 'illegal_transition') throw transitionRefusal(scanned.reason, scanned.status);
           }
         }
-        const result = await requests.transition(authCode, to as QrLoginTransition, userId, codeValiditySeconds);
+        const result = await requests.transition(authCode, to as QrLoginTransition, userId, codeLifetimeSeconds);
         if (!result.ok) throw transitionRefusal(result.reason, result.status);
         res.redirect(303, req.originalUrl);
       }),

@@ -39,17 +39,17 @@ export interface QrLoginProviderOptions {
    */
   openidSecret?: string | Buffer;
   /** How long a QR code can be scanned and confirmed, 120–300 s (spec §8: 2–5 minutes). Default 180. */
-  qrValiditySeconds?: number;
+  qrLifetimeSeconds?: number;
   /**
    * TESTS ONLY: a validity of 1–119 s, so a test can watch a code expire. Refused when NODE_ENV is `production`.
    */
-  testOnlyQrValiditySeconds?: number;
+  testOnlyQrLifetimeSeconds?: number;
   /** How long the authorization code in the redirect can be redeemed, 30–600 s. Default 300. */
-  codeValiditySeconds?: number;
+  codeLifetimeSeconds?: number;
   /** Lifetime of issued access tokens. Default 7200 (spec §8). */
   accessTokenLifetimeSeconds?: number;
   /** How long the openid → user mapping for userinfo is kept after an exchange or refresh. Default 30 days. */
-  subjectRetentionSeconds?: number;
+  subjectLifetimeSeconds?: number;
   /** Require the app secret on refresh_token. WeChat does not; the kit does by default. Default true. */
   requireSecretOnRefresh?: boolean;
   /** Answer errcode bodies with HTTP 200 as WeChat does. Default false (the statuses of spec §7). */
@@ -64,10 +64,10 @@ export interface QrLoginProviderOptions {
 
 /** The provider's settings once validated, with every default applied. */
 export interface ResolvedProviderOptions {
-  validitySeconds: number;
-  codeValiditySeconds: number;
+  qrLifetimeSeconds: number;
+  codeLifetimeSeconds: number;
   accessTokenLifetimeSeconds: number;
-  subjectRetentionSeconds: number;
+  subjectLifetimeSeconds: number;
   requireSecretOnRefresh: boolean;
   wechatCompatibleStatus: boolean;
   /** Undefined when limiting is off. */
@@ -136,13 +136,13 @@ const SCHEMA: OptionSchema = {
     check: (secret: string | Buffer) =>
       Buffer.byteLength(secret) < 32 ? 'must be at least 32 bytes (e.g. crypto.randomBytes(32))' : undefined,
   },
-  qrValiditySeconds: seconds(120, 300),
-  testOnlyQrValiditySeconds: seconds(1, 119, () =>
+  qrLifetimeSeconds: seconds(120, 300),
+  testOnlyQrLifetimeSeconds: seconds(1, 119, () =>
     process.env.NODE_ENV === 'production' ? 'is for tests and is refused when NODE_ENV=production' : undefined,
   ),
-  codeValiditySeconds: seconds(30, 600),
+  codeLifetimeSeconds: seconds(30, 600),
   accessTokenLifetimeSeconds: seconds(60, 86_400),
-  subjectRetentionSeconds: seconds(3600, 365 * 86_400),
+  subjectLifetimeSeconds: seconds(3600, 365 * 86_400),
   requireSecretOnRefresh: { type: 'boolean' },
   wechatCompatibleStatus: { type: 'boolean' },
   rateLimits: {
@@ -176,17 +176,17 @@ const RATE_LIMITS_SCHEMA: OptionSchema = { qrconnectPerMinute: PER_MINUTE, token
  * const settings = resolveProviderOptions(options);
  */
 export function resolveProviderOptions(options: QrLoginProviderOptions): ResolvedProviderOptions {
-  checkOptions('qrLoginProvider', options, SCHEMA, { exclusive: [['qrValiditySeconds', 'testOnlyQrValiditySeconds']] });
+  checkOptions('qrLoginProvider', options, SCHEMA, { exclusive: [['qrLifetimeSeconds', 'testOnlyQrLifetimeSeconds']] });
   const source = options.users.source;
   if (source !== undefined && sourceProblem(source) !== undefined) {
     throw new OptionsError(`qrLoginProvider: users.source ${String(sourceProblem(source))}`);
   }
   if (typeof options.rateLimits === 'object') checkOptions('qrLoginProvider: rateLimits', options.rateLimits, RATE_LIMITS_SCHEMA);
   return {
-    validitySeconds: options.testOnlyQrValiditySeconds ?? options.qrValiditySeconds ?? 180,
-    codeValiditySeconds: options.codeValiditySeconds ?? 300,
+    qrLifetimeSeconds: options.testOnlyQrLifetimeSeconds ?? options.qrLifetimeSeconds ?? 180,
+    codeLifetimeSeconds: options.codeLifetimeSeconds ?? 300,
     accessTokenLifetimeSeconds: options.accessTokenLifetimeSeconds ?? 7200,
-    subjectRetentionSeconds: options.subjectRetentionSeconds ?? 30 * 86_400,
+    subjectLifetimeSeconds: options.subjectLifetimeSeconds ?? 30 * 86_400,
     requireSecretOnRefresh: options.requireSecretOnRefresh ?? true,
     wechatCompatibleStatus: options.wechatCompatibleStatus ?? false,
     rateLimits: options.rateLimits === false ? undefined : { qrconnectPerMinute: 30, tokenPerMinute: 600, ...options.rateLimits },

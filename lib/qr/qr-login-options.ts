@@ -30,8 +30,8 @@ export interface QrLoginOptions {
    * Default: name = nickname, no roles, attributes `{ openid, unionid? }`.
    */
   mapUser?: (userinfo: QrUserinfo) => QrUserProfile | Promise<QrUserProfile>;
-  /** How long one provider call may take. Default 5000 ms; then the callback answers 503. */
-  timeoutMs?: number;
+  /** How long one provider call may take, in seconds (fractions allowed). Default 5; then the callback answers 503. */
+  timeoutSeconds?: number;
   /** How long a started login stays completable in this browser. Default 600 s (the provider's QR lives ≤ 300 s). */
   stateLifetimeSeconds?: number;
   /** How many QR logins one browser may have in flight (tabs); the oldest is dropped beyond. Default 5. */
@@ -92,7 +92,11 @@ const SCHEMA: OptionSchema = {
   exchangeMethod: { type: 'string', expected: '"POST" or "GET"', check: oneOf('POST', 'GET') },
   userinfoTokenIn: { type: 'string', expected: '"header" or "query"', check: oneOf('header', 'query') },
   mapUser: { type: 'function', expected: 'a function (userinfo) => ({ name, roles?, attributes? })' },
-  timeoutMs: { type: 'integer', expected: 'a whole number of milliseconds from 100 to 60000', check: wholeIn(100, 60_000, 'milliseconds') },
+  timeoutSeconds: {
+    type: 'number',
+    expected: 'a number of seconds from 0.1 to 60',
+    check: (value: number) => (value < 0.1 || value > 60 ? `must be a number of seconds from 0.1 to 60, got ${value}` : undefined),
+  },
   stateLifetimeSeconds: { type: 'integer', expected: 'a whole number of seconds from 60 to 3600', check: wholeIn(60, 3600, 'seconds') },
   maxPendingLogins: { type: 'integer', expected: 'a whole number from 1 to 20', check: wholeIn(1, 20, 'logins') },
 };
@@ -120,7 +124,7 @@ export function resolveQrLoginOptions(options: QrLoginOptions): ResolvedQrLoginO
       secret: options.secret,
       exchangeMethod: options.exchangeMethod ?? 'POST',
       userinfoTokenIn: options.userinfoTokenIn ?? 'header',
-      timeoutMs: options.timeoutMs ?? 5000,
+      timeoutMs: Math.round((options.timeoutSeconds ?? 5) * 1000),
     },
     stateLifetimeMs: (options.stateLifetimeSeconds ?? 600) * 1000,
     maxPending: options.maxPendingLogins ?? 5,

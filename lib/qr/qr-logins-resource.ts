@@ -87,7 +87,7 @@ function patchErrors(body: unknown): FieldError[] {
  */
 export function qrLoginsResource(context: QrProviderContext): Router {
   const { apps, requests } = context;
-  const { codeValiditySeconds } = context.settings;
+  const { codeLifetimeSeconds } = context.settings;
   const identify = identifyAppUser(context);
   const patchBody = express.json({ limit: '2kb', type: 'application/json' });
   const router = express.Router();
@@ -116,7 +116,7 @@ export function qrLoginsResource(context: QrProviderContext): Router {
         const errors = patchErrors(req.body as unknown);
         if (errors.length) throw new UnprocessableEntityError(errors);
         const to = (req.body as { status: QrLoginTransition }).status;
-        const result = await requests.transition(String(req.params.authCode), to, String(res.locals.qrUserId), codeValiditySeconds);
+        const result = await requests.transition(String(req.params.authCode), to, String(res.locals.qrUserId), codeLifetimeSeconds);
         if (!result.ok) throw transitionRefusal(result.reason, result.status);
         res.set('Cache-Control', 'no-store').json(representation(result.record, apps.get(result.record.appid), Date.now()));
       }),

@@ -18,7 +18,7 @@ const STATE_SHAPE = /^[A-Za-z0-9._~-]{1,128}$/;
  */
 export function qrconnectRoutes(context: QrProviderContext, limiter: RequestHandler): Router {
   const { apps, requests } = context;
-  const { validitySeconds, cookieName } = context.settings;
+  const { qrLifetimeSeconds, cookieName } = context.settings;
   const router = express.Router();
 
   router.get(QR_SCRIPT_PATH, function qrLoginScript(_req, res) {
@@ -48,7 +48,7 @@ export function qrconnectRoutes(context: QrProviderContext, limiter: RequestHand
 
       const base = providerOrigin(context, req) + req.baseUrl;
       const authCode = randomToken(24);
-      const binding = setBindingCookie(res, cookieName, `${req.baseUrl}/sns/qr-logins/${authCode}`, validitySeconds + 60);
+      const binding = setBindingCookie(res, cookieName, `${req.baseUrl}/sns/qr-logins/${authCode}`, qrLifetimeSeconds + 60);
       const record = await requests.create({
         authCode,
         appid: app.appid,
@@ -56,12 +56,12 @@ export function qrconnectRoutes(context: QrProviderContext, limiter: RequestHand
         state: query.state,
         bindingHash: hashBinding(binding),
         requester: { ip: req.ip ?? 'unknown', userAgent: (req.get('user-agent') ?? 'unknown').slice(0, 256) },
-        validitySeconds,
+        validitySeconds: qrLifetimeSeconds,
       });
       const resourceUrl = `${base}/sns/qr-logins/${record.authCode}`;
       const links = {
         qr_url: `${resourceUrl}/confirmation`,
-        expires_in: validitySeconds,
+        expires_in: qrLifetimeSeconds,
         status_url: `${resourceUrl}/status`,
         events_url: `${resourceUrl}/events`,
         redirection_url: `${resourceUrl}/redirection`,
@@ -76,7 +76,7 @@ export function qrconnectRoutes(context: QrProviderContext, limiter: RequestHand
         appName: app.name,
         qrUrl: links.qr_url,
         expiresAt: record.expiresAt,
-        validitySeconds,
+        validitySeconds: qrLifetimeSeconds,
         eventsUrl: links.events_url,
         statusUrl: links.status_url,
         redirectionUrl: links.redirection_url,

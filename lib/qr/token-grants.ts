@@ -45,7 +45,7 @@ export async function grantForCode(context: QrProviderContext, app: RegisteredQr
   const { userId, grantId } = redeemed.code;
   const secret = await context.openidSecret();
   const openid = deriveOpenid(secret, app.appid, userId);
-  await context.store.set(subjectKey(app.appid, openid), userId, settings.subjectRetentionSeconds);
+  await context.store.set(subjectKey(app.appid, openid), userId, settings.subjectLifetimeSeconds);
   const [accessToken, refreshToken] = await Promise.all([
     tokens.issueAccessToken({
       subject: openid,
@@ -95,7 +95,7 @@ export async function refreshGrant(context: QrProviderContext, app: RegisteredQr
     grantId: rotated.grantId,
     expiresInSeconds: settings.accessTokenLifetimeSeconds,
   });
-  await context.store.expire(subjectKey(app.appid, rotated.subject), settings.subjectRetentionSeconds);
+  await context.store.expire(subjectKey(app.appid, rotated.subject), settings.subjectLifetimeSeconds);
   return {
     access_token: accessToken,
     expires_in: settings.accessTokenLifetimeSeconds,

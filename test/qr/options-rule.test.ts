@@ -73,8 +73,8 @@ describe('the options rule in every QR factory', () => {
   });
 
   it('names both options of a contradiction', () => {
-    expect(() => qrLoginProvider({ ...providerOptions(), qrValiditySeconds: 180, testOnlyQrValiditySeconds: 2 })).toThrow(
-      'qrValiditySeconds and testOnlyQrValiditySeconds cannot be used together',
+    expect(() => qrLoginProvider({ ...providerOptions(), qrLifetimeSeconds: 180, testOnlyQrLifetimeSeconds: 2 })).toThrow(
+      'qrLifetimeSeconds and testOnlyQrLifetimeSeconds cannot be used together',
     );
   });
 

@@ -52,18 +52,18 @@ describe('qrLoginProvider options', () => {
   });
 
   it('refuses a QR validity outside 120-300 seconds', () => {
-    expect(() => qrLoginProvider({ ...base(), qrValiditySeconds: 60 })).toThrow(TypeError);
-    expect(() => qrLoginProvider({ ...base(), qrValiditySeconds: 301 })).toThrow(
-      /qrValiditySeconds must be a whole number of seconds from 120 to 300/,
+    expect(() => qrLoginProvider({ ...base(), qrLifetimeSeconds: 60 })).toThrow(TypeError);
+    expect(() => qrLoginProvider({ ...base(), qrLifetimeSeconds: 301 })).toThrow(
+      /qrLifetimeSeconds must be a whole number of seconds from 120 to 300/,
     );
-    expect(() => qrLoginProvider({ ...base(), qrValiditySeconds: 300 })).not.toThrow();
+    expect(() => qrLoginProvider({ ...base(), qrLifetimeSeconds: 300 })).not.toThrow();
   });
 
   it('refuses the test-only validity when NODE_ENV is production', () => {
     const previous = process.env.NODE_ENV;
     process.env.NODE_ENV = 'production';
     try {
-      expect(() => qrLoginProvider({ ...base(), testOnlyQrValiditySeconds: 2 })).toThrow(/refused when NODE_ENV=production/);
+      expect(() => qrLoginProvider({ ...base(), testOnlyQrLifetimeSeconds: 2 })).toThrow(/refused when NODE_ENV=production/);
     } finally {
       process.env.NODE_ENV = previous;
     }
@@ -367,7 +367,7 @@ describe('the browser side: status, events and redirection', () => {
 describe('expiry', () => {
   let shortIdp: ProviderHarness;
   beforeAll(async () => {
-    shortIdp = await startProvider(redis.store, { rateLimits: false, testOnlyQrValiditySeconds: 2 });
+    shortIdp = await startProvider(redis.store, { rateLimits: false, testOnlyQrLifetimeSeconds: 2 });
   });
   afterAll(() => shortIdp.close());
 

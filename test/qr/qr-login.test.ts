@@ -280,7 +280,7 @@ describe('full QR login: relying app ↔ provider over real HTTP and Redis', () 
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', () => resolve()));
     const port = (silent.address() as { port: number }).port;
     try {
-      const app = relyingApp({ providerUrl: `http://127.0.0.1:${port}`, secret: idp.shopSecret, timeoutMs: 300 });
+      const app = relyingApp({ providerUrl: `http://127.0.0.1:${port}`, secret: idp.shopSecret, timeoutSeconds: 0.3 });
       const user = browser(app);
       const start = await user.get('/login/qr');
       const state = new URL(start.headers.location as string).searchParams.get('state')!;
