@@ -7,16 +7,16 @@ function foreignUser(): ForbiddenError {
 }
 
 /**
- * Identifies the user who scans and decides on the `/sns/qr-logins` API: the provider's own session user (only of
- * its directory's source), or the phone app's user as `authenticateApp` verified it. The user id goes to
- * `res.locals.qrUserId`.
+ * Identifies the user who scans and decides on the `/sns/qr-logins` API: the provider's own session user (`req.user`,
+ * only of its directory's source), or the subject of a phone-app token that `authenticateApp` verified and
+ * `appTokenIssuer` issued. The directory user id goes to `res.locals.qrUserId`.
  *
  * @example
  * router.patch('/sns/qr-logins/:authCode', identifyAppUser(context), updateQrLogin);
  */
 export function identifyAppUser(context: QrProviderContext): RequestHandler {
   const { authenticateApp } = context;
-  const { directorySource } = context.settings;
+  const { directorySource, appTokenIssuer } = context.settings;
   return function qrIdentifyAppUser(req, res, next) {
     const sessionUser = req.user;
     if (sessionUser && !req.headers.authorization) {
@@ -43,6 +43,12 @@ export function identifyAppUser(context: QrProviderContext): RequestHandler {
       const subject = req.auth?.claims.sub;
       if (typeof subject !== 'string' || subject === '') {
         next(new UnauthorizedError({ code: 'invalid_token', detail: 'The token names no user.', headers: challenge }));
+        return;
+      }
+      // A token's subject is a user of this directory only when the phone app's own issuer asserted it; the same
+      // `sub` from another issuer the middleware accepts is somebody else.
+      if (req.auth?.claims.iss !== appTokenIssuer) {
+        next(foreignUser());
         return;
       }
       res.locals.qrUserId = subject;

@@ -25,9 +25,15 @@ export interface QrLoginProviderOptions {
   tokens: QrTokenIssuer;
   /**
    * Authenticates the phone app's user on the `/sns/qr-logins` API, e.g. `requireBearer({ … })`; the user is
-   * `req.auth.claims.sub`. Without it only the provider's own session (`req.session.user`) is accepted.
+   * `req.auth.claims.sub` of a token issued by `appTokenIssuer`. Without it only the provider's own session
+   * (`req.user` of the directory's source) is accepted.
    */
   authenticateApp?: RequestHandler;
+  /**
+   * The issuer (`iss`) of the phone app's tokens, whose subjects are the ids of `users`. Required with
+   * `authenticateApp`: a token of any other issuer names somebody else, whatever its `sub` (403 `foreign_identity`).
+   */
+  appTokenIssuer?: string;
   /**
    * The provider's public origin (e.g. `https://idp.example.test`), used in the URL inside the QR code and for the
    * same-origin check of the confirmation form. Default: derived from the request (set Express's `trust proxy`).
@@ -77,6 +83,8 @@ export interface ResolvedProviderOptions {
   loginUrl: string | undefined;
   /** The identity source of the provider's users: only they may scan and confirm. */
   directorySource: string;
+  /** The issuer of the phone app's tokens, when `authenticateApp` is given. */
+  appTokenIssuer: string | undefined;
 }
 
 /** A whole number of seconds within [min, max]: these lifetimes become store expiries, which are whole seconds. */
@@ -130,6 +138,7 @@ const SCHEMA: OptionSchema = {
     },
   },
   authenticateApp: { type: 'function', expected: 'a middleware such as requireBearer({ … })' },
+  appTokenIssuer: { type: 'string', expected: 'the issuer (iss) of the phone app\'s tokens, e.g. "https://idp.example.test"' },
   publicUrl: { type: 'string', expected: 'an origin like "https://idp.example.test"', check: publicUrlProblem },
   openidSecret: {
     type: ['string', 'buffer'],
@@ -181,6 +190,11 @@ export function resolveProviderOptions(options: QrLoginProviderOptions): Resolve
   if (source !== undefined && sourceProblem(source) !== undefined) {
     throw new OptionsError(`qrLoginProvider: users.source ${String(sourceProblem(source))}`);
   }
+  if ((options.authenticateApp === undefined) !== (options.appTokenIssuer === undefined)) {
+    throw new OptionsError(
+      "qrLoginProvider: authenticateApp and appTokenIssuer go together: give the issuer (iss) of the phone app's tokens, whose subjects are the ids of users",
+    );
+  }
   if (typeof options.rateLimits === 'object') checkOptions('qrLoginProvider: rateLimits', options.rateLimits, RATE_LIMITS_SCHEMA);
   return {
     qrLifetimeSeconds: options.testOnlyQrLifetimeSeconds ?? options.qrLifetimeSeconds ?? 180,
@@ -194,5 +208,6 @@ export function resolveProviderOptions(options: QrLoginProviderOptions): Resolve
     cookieName: options.bindingCookieName ?? 'qr_binding',
     loginUrl: options.loginUrl,
     directorySource: source ?? DEFAULT_DIRECTORY_SOURCE,
+    appTokenIssuer: options.appTokenIssuer,
   };
 }

@@ -21,7 +21,15 @@ export function loadJose(): Promise<Jose> {
 
 /** The HS256 secret the test "phone app" tokens are signed with (minted by jose, verified by requireBearer). */
 const PHONE_SECRET = Buffer.from('qr-harness-phone-app-secret-of-32+bytes!!', 'utf8');
-const PHONE_ISSUER = 'https://idp.example.test';
+export const PHONE_ISSUER = 'https://idp.example.test';
+
+/**
+ * The phone app's authentication as `requireBearer` checks it: HS256 tokens of `issuers` for the audience
+ * `phone-app`. A gateway that also accepts a partner's tokens passes both issuers.
+ */
+export function phoneAppBearer(issuers: string | string[] = PHONE_ISSUER) {
+  return requireBearer({ secret: PHONE_SECRET, algorithms: ['HS256'], issuer: issuers, audience: 'phone-app' });
+}
 
 export const SHOP_REDIRECT = 'https://shop.example.test/callback/qr';
 export const ADMIN_REDIRECT = 'https://admin.example.test/callback/qr';
@@ -94,7 +102,8 @@ export async function startProvider(
       ],
       users: { findById: async (id) => USERS[id] ?? null },
       tokens: qrTokenIssuer(tokenService),
-      authenticateApp: requireBearer({ secret: PHONE_SECRET, algorithms: ['HS256'], issuer: PHONE_ISSUER, audience: 'phone-app' }),
+      authenticateApp: phoneAppBearer(),
+      appTokenIssuer: PHONE_ISSUER,
       ...overrides,
     }),
   );
@@ -121,12 +130,12 @@ export async function startProvider(
   };
 }
 
-/** A Bearer token of the phone app for `userId`, minted with jose. */
-export async function phoneToken(userId: string): Promise<string> {
+/** A Bearer token of the phone app for `userId` (issued by `issuer`, the phone app's own by default), minted with jose. */
+export async function phoneToken(userId: string, issuer = PHONE_ISSUER): Promise<string> {
   const { SignJWT } = await loadJose();
   return new SignJWT({})
     .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
-    .setIssuer(PHONE_ISSUER)
+    .setIssuer(issuer)
     .setAudience('phone-app')
     .setSubject(userId)
     .setIssuedAt()

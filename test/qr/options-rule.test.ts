@@ -6,7 +6,7 @@ import { MemoryStore } from '../../lib/store';
 import { KeySet } from '../../lib/tokens/key-set';
 import { TokenService } from '../../lib/tokens/token-service';
 import { OptionsError } from '../../lib/util/options';
-import { SHOP_REDIRECT } from '../helpers/qr-harness';
+import { PHONE_ISSUER, phoneAppBearer, SHOP_REDIRECT } from '../helpers/qr-harness';
 
 const store = new MemoryStore();
 afterAll(() => store.close());
@@ -76,6 +76,15 @@ describe('the options rule in every QR factory', () => {
     expect(() => qrLoginProvider({ ...providerOptions(), qrLifetimeSeconds: 180, testOnlyQrLifetimeSeconds: 2 })).toThrow(
       'qrLifetimeSeconds and testOnlyQrLifetimeSeconds cannot be used together',
     );
+  });
+
+  it('refuses a phone-app authenticator without the issuer whose subjects are the directory’s users', () => {
+    const authenticateApp = phoneAppBearer();
+    expect(() => qrLoginProvider({ ...providerOptions(), authenticateApp })).toThrow(/authenticateApp and appTokenIssuer go together/);
+    expect(() => qrLoginProvider({ ...providerOptions(), appTokenIssuer: PHONE_ISSUER })).toThrow(
+      /authenticateApp and appTokenIssuer go together/,
+    );
+    expect(() => qrLoginProvider({ ...providerOptions(), authenticateApp, appTokenIssuer: PHONE_ISSUER })).not.toThrow();
   });
 
   it('does not change the options it is given', () => {
