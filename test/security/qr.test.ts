@@ -19,6 +19,7 @@ import {
 } from '../helpers/qr-harness';
 import { PARTNER_ISSUER, startSsoWiredProvider, type SsoWiredProvider } from '../helpers/qr-sso-provider';
 import { testRedisStore } from '../helpers/redis';
+import { openEventStream, statusIs } from '../helpers/sse-client';
 
 let redis: Awaited<ReturnType<typeof testRedisStore>>;
 let idp: SsoWiredProvider;
@@ -164,5 +165,111 @@ describe('two QR providers that return the same openid (identity confusion on th
       await storeA.cleanup();
       await storeB.cleanup();
     }
+  });
+});
+
+describe('a second phone, late decisions and replays (the QR request’s state rules)', () => {
+  const alice = () => phoneToken('alice');
+  const bob = () => phoneToken('bob');
+
+  it('refuses a second phone re-scanning a scanned code (409); the first scanner’s decision still works', async () => {
+    const { authCode, binding } = await newLogin();
+    expect((await patchAsPhone(authCode, 'scanned', await alice())).status).toBe(200);
+    const scanned = await stored(authCode);
+    const rescan = await patchAsPhone(authCode, 'scanned', await bob());
+    expectProblem(rescan, 409, 'illegal_transition');
+    expect(rescan.body.current_status).toBe('scanned');
+    expect(await stored(authCode)).toBe(scanned);
+    expectProblem(await patchAsPhone(authCode, 'confirmed', await bob()), 403, 'not_scanner');
+    expect((await patchAsPhone(authCode, 'confirmed', await alice())).status).toBe(200);
+    expect((await idp.call('get', `/sns/qr-logins/${authCode}/redirection`).set('Cookie', binding)).status).toBe(302);
+  });
+
+  it('refuses a decision by a phone that did not scan (403 not_scanner) and changes nothing', async () => {
+    const { authCode } = await newLogin();
+    await patchAsPhone(authCode, 'scanned', await alice());
+    const scanned = await stored(authCode);
+    expectProblem(await patchAsPhone(authCode, 'confirmed', await bob()), 403, 'not_scanner');
+    expectProblem(await patchAsPhone(authCode, 'denied', await bob()), 403, 'not_scanner');
+    expect(await stored(authCode)).toBe(scanned);
+  });
+
+  it('refuses a second confirmation (409) and keeps the one code it minted', async () => {
+    const { authCode } = await newLogin();
+    await patchAsPhone(authCode, 'scanned', await alice());
+    expect((await patchAsPhone(authCode, 'confirmed', await alice())).status).toBe(200);
+    const confirmed = await stored(authCode);
+    expectProblem(await patchAsPhone(authCode, 'confirmed', await alice()), 409, 'illegal_transition');
+    expect(await stored(authCode)).toBe(confirmed);
+  });
+
+  it('refuses confirming after a denial (409); the browser gets no code', async () => {
+    const { authCode, binding } = await newLogin();
+    await patchAsPhone(authCode, 'scanned', await alice());
+    expect((await patchAsPhone(authCode, 'denied', await alice())).status).toBe(200);
+    const confirm = await patchAsPhone(authCode, 'confirmed', await alice());
+    expectProblem(confirm, 409, 'illegal_transition');
+    expect(confirm.body.current_status).toBe('denied');
+    const redirection = await idp.call('get', `/sns/qr-logins/${authCode}/redirection`).set('Cookie', binding);
+    expect(redirection.status).toBe(403);
+    expect(redirection.headers.location).toBeUndefined();
+  });
+
+  it('hands the redirect with the code out once: a second collection is 410 without a Location', async () => {
+    const { authCode, binding } = await newLogin();
+    await patchAsPhone(authCode, 'scanned', await alice());
+    await patchAsPhone(authCode, 'confirmed', await alice());
+    const redirection = () => idp.call('get', `/sns/qr-logins/${authCode}/redirection`).set('Cookie', binding);
+    expect((await redirection()).status).toBe(302);
+    const again = await redirection();
+    expect(again.status).toBe(410);
+    expect(again.headers.location).toBeUndefined();
+  });
+
+  it('redeems a code once: the replay is refused (40163) and revokes the tokens the first exchange issued', async () => {
+    const { authCode, binding } = await newLogin();
+    await patchAsPhone(authCode, 'scanned', await alice());
+    await patchAsPhone(authCode, 'confirmed', await alice());
+    const location = (await idp.call('get', `/sns/qr-logins/${authCode}/redirection`).set('Cookie', binding)).headers.location as string;
+    const code = new URL(location).searchParams.get('code')!;
+    const exchange = () =>
+      idp
+        .call('post', '/sns/oauth2/access_token')
+        .type('form')
+        .send({ appid: 'shop', secret: idp.shopSecret, code, grant_type: 'authorization_code' });
+    const first = await exchange();
+    expect(first.status).toBe(200);
+    const replay = await exchange();
+    expect(replay.status).toBe(400);
+    expect(replay.body).toEqual({ errcode: 40163, errmsg: 'code been used' });
+    const userinfo = await idp
+      .call('get', '/sns/userinfo')
+      .query({ openid: first.body.openid as string })
+      .set('Authorization', `Bearer ${first.body.access_token as string}`);
+    expect(userinfo.status).toBe(401);
+  });
+
+  describe('after the QR code expired', () => {
+    let shortLived: SsoWiredProvider;
+    beforeAll(async () => {
+      shortLived = await startSsoWiredProvider(redis.store, { testOnlyQrLifetimeSeconds: 1 });
+    });
+    afterAll(() => shortLived.close());
+
+    it('refuses every decision (410) and every redirect, and changes nothing', async () => {
+      const { authCode, binding } = await newLogin(shortLived);
+      expect((await patchAsPhone(authCode, 'scanned', await alice(), shortLived)).status).toBe(200);
+      const stream = await openEventStream(`${shortLived.url}/sns/qr-logins/${authCode}/events`, { cookie: binding });
+      await stream.next(statusIs('expired'), 4000);
+      stream.close();
+      const scanned = await stored(authCode);
+      expectProblem(await patchAsPhone(authCode, 'confirmed', await alice(), shortLived), 410, 'qr_login_expired');
+      expectProblem(await patchAsPhone(authCode, 'denied', await alice(), shortLived), 410, 'qr_login_expired');
+      expectProblem(await patchAsPhone(authCode, 'scanned', await bob(), shortLived), 410, 'qr_login_expired');
+      expect(await stored(authCode)).toBe(scanned);
+      const redirection = await shortLived.call('get', `/sns/qr-logins/${authCode}/redirection`).set('Cookie', binding);
+      expect(redirection.status).toBe(410);
+      expect(redirection.headers.location).toBeUndefined();
+    });
   });
 });
