@@ -1,44 +1,13 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
 import { methodNotAllowed } from '../http/handlers';
-import { verifyAppSecret, type RegisteredQrApp } from './app-registry';
 import { guarded, type QrProviderContext } from './provider-context';
 import type { QrDirectoryUser } from './provider-ports';
 import { grantForCode, isOutage, refreshGrant, userForAccessToken, type QrTokenAnswer } from './token-grants';
 import { WeChatApiError } from './wechat-errors';
-
-/** Parameters of a WeChat API call: the form or JSON body, or the query for GET (WeChat's own clients use GET). */
-function params(req: Request): Record<string, unknown> {
-  if (req.method === 'GET') return req.query as Record<string, unknown>;
-  return req.body && typeof req.body === 'object' ? (req.body as Record<string, unknown>) : {};
-}
-
-function text(value: unknown): string | undefined {
-  return typeof value === 'string' && value.length > 0 ? value : undefined;
-}
-
-function authenticateClient(context: QrProviderContext, input: Record<string, unknown>, secretRequired: boolean): RegisteredQrApp {
-  const appid = text(input.appid);
-  if (!appid) throw new WeChatApiError('missing_appid');
-  const app = context.apps.get(appid);
-  if (!app) throw new WeChatApiError('invalid_appid');
-  const secret = text(input.secret);
-  if (!secret) {
-    if (secretRequired) throw new WeChatApiError('missing_secret');
-    return app;
-  }
-  if (!verifyAppSecret(app, secret)) throw new WeChatApiError('invalid_secret');
-  return app;
-}
+import { authenticateClient, params, presentedAccessToken, text } from './wechat-request';
 
 function sendTokens(res: Response, body: QrTokenAnswer): void {
   res.set('Cache-Control', 'no-store').set('Pragma', 'no-cache').json(body);
-}
-
-function bearerToken(req: Request): string | undefined {
-  const header = req.headers.authorization;
-  if (!header) return undefined;
-  const match = /^Bearer ([A-Za-z0-9._~+/-]+=*)$/i.exec(header);
-  return match?.[1];
 }
 
 function profileField(user: QrDirectoryUser, name: 'city' | 'province' | 'country' | 'headimgurl'): string {
@@ -50,7 +19,7 @@ function profileField(user: QrDirectoryUser, name: 'city' | 'province' | 'countr
 function accessTokenEndpoint(context: QrProviderContext) {
   return async function qrAccessTokenEndpoint(req: Request, res: Response): Promise<void> {
     const input = params(req);
-    const app = authenticateClient(context, input, true);
+    const app = authenticateClient(context.apps, input, true);
     const code = text(input.code);
     if (!code) throw new WeChatApiError('missing_code');
     if (input.grant_type !== 'authorization_code') throw new WeChatApiError('invalid_grant_type');
@@ -62,7 +31,7 @@ function accessTokenEndpoint(context: QrProviderContext) {
 function refreshTokenEndpoint(context: QrProviderContext) {
   return async function qrRefreshTokenEndpoint(req: Request, res: Response): Promise<void> {
     const input = params(req);
-    const app = authenticateClient(context, input, context.settings.requireSecretOnRefresh);
+    const app = authenticateClient(context.apps, input, context.settings.requireSecretOnRefresh);
     if (input.grant_type !== 'refresh_token') throw new WeChatApiError('invalid_grant_type');
     const presented = text(input.refresh_token);
     if (!presented) throw new WeChatApiError('missing_refresh_token');
@@ -73,12 +42,7 @@ function refreshTokenEndpoint(context: QrProviderContext) {
 /** `GET /sns/userinfo`: the profile of the token's user, for the openid the token was issued for. */
 function userinfoEndpoint(context: QrProviderContext) {
   return async function qrUserinfoEndpoint(req: Request, res: Response): Promise<void> {
-    const queryToken = text(req.query.access_token);
-    const headerToken = bearerToken(req);
-    // Two tokens in one request is ambiguous (RFC 6750 §2): refuse rather than pick one.
-    if (queryToken && headerToken) throw new WeChatApiError('invalid_access_token');
-    const token = queryToken ?? headerToken;
-    if (!token) throw new WeChatApiError('missing_access_token');
+    const token = presentedAccessToken(req);
     const openid = text(req.query.openid);
     if (!openid) throw new WeChatApiError('missing_openid');
     const { user, unionid } = await userForAccessToken(context, token, openid);
