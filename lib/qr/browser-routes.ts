@@ -1,7 +1,7 @@
 import express, { type Request, type Router } from 'express';
 import { ForbiddenError, NotFoundError } from '../http/errors';
 import { hasBinding } from './browser-binding';
-import { guarded, sendPage, type QrProviderContext } from './provider-context';
+import { guarded, headNotAllowed, sendPage, type QrProviderContext } from './provider-context';
 import type { QrStatusEvent } from './qr-login-requests';
 import { renderMessagePage } from './qr-pages';
 import { effectiveStatus, isTerminal, type QrLoginRecord, type QrLoginStatus } from './qr-state';
@@ -43,6 +43,11 @@ export function browserRoutes(context: QrProviderContext): Router {
     '/sns/qr-logins/:authCode/events',
     guarded(async function qrLoginEvents(req, res) {
       const initial = await loadBound(req);
+      const streamHeaders = { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no' };
+      if (req.method === 'HEAD') {
+        res.status(200).set(streamHeaders).end();
+        return;
+      }
       const authCode = initial.authCode;
       let closed = false;
       let last: QrLoginStatus | undefined;
@@ -64,7 +69,7 @@ export function browserRoutes(context: QrProviderContext): Router {
       // Subscribe before reading the current status, so a transition between the two is not lost.
       subscription.end = await requests.subscribe(authCode, (event: QrStatusEvent) => send(event.status));
       req.on('close', finish);
-      res.status(200).set({ 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no' });
+      res.status(200).set(streamHeaders);
       res.flushHeaders();
       res.write('retry: 2000\n\n');
       const current = (await requests.get(authCode)) ?? initial;
@@ -84,6 +89,7 @@ export function browserRoutes(context: QrProviderContext): Router {
     }),
   );
 
+  router.head('/sns/qr-logins/:authCode/redirection', headNotAllowed(['GET']));
   router.get(
     '/sns/qr-logins/:authCode/redirection',
     guarded(async function qrLoginRedirection(req, res) {

@@ -1,4 +1,5 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { MethodNotAllowedError } from '../http/errors';
 import type { KeyValueStore } from '../store/port';
 import type { RegisteredQrApp } from './app-registry';
 import type { QrLoginRequests } from './qr-login-requests';
@@ -64,4 +65,18 @@ export function sendPage(res: Response, status: number, html: string): void {
  */
 export function providerOrigin(context: QrProviderContext, req: Request): string {
   return context.settings.publicOrigin ?? `${req.protocol}://${req.get('host') ?? 'localhost'}`;
+}
+
+/**
+ * Answers HEAD with 405 on a GET route whose GET changes state (collects a redirect, redeems a code, rotates a
+ * refresh token): Express would otherwise run the GET handler for HEAD, and a prefetcher's HEAD would spend them.
+ *
+ * @example
+ * router.head('/sns/oauth2/access_token', headNotAllowed(['GET', 'POST']));
+ */
+export function headNotAllowed(allowed: readonly string[]): RequestHandler {
+  const methods = [...allowed, 'OPTIONS'];
+  return function qrHeadNotAllowed(_req, _res, next) {
+    next(new MethodNotAllowedError(methods));
+  };
 }

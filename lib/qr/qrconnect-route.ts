@@ -1,4 +1,5 @@
-import express, { type RequestHandler, type Router } from 'express';
+import express, { type Request, type RequestHandler, type Response, type Router } from 'express';
+import type { RegisteredQrApp } from './app-registry';
 import { hashBinding, setBindingCookie } from './browser-binding';
 import { guarded, providerOrigin, sendPage, type QrProviderContext } from './provider-context';
 import { randomToken } from './qr-login-requests';
@@ -8,6 +9,32 @@ import { QR_PAGE_SCRIPT, renderMessagePage, renderQrPage } from './qr-pages';
 export const QR_SCRIPT_PATH = '/sns/qr-login/qr-login.js';
 
 const STATE_SHAPE = /^[A-Za-z0-9._~-]{1,128}$/;
+
+/** A valid qrconnect request, or why it is not one (shown on a page, never sent to an unchecked redirect_uri). */
+type ConnectRequest = { app: RegisteredQrApp; redirectUri: string; state: string } | { problem: string };
+
+function checkConnectRequest(apps: ReadonlyMap<string, RegisteredQrApp>, query: Record<string, unknown>): ConnectRequest {
+  const app = typeof query.appid === 'string' ? apps.get(query.appid) : undefined;
+  if (!app) return { problem: 'The application asking for sign-in is not registered.' };
+  if (typeof query.redirect_uri !== 'string' || !app.redirectUris.has(query.redirect_uri)) {
+    return { problem: 'The return address is not registered for this application.' };
+  }
+  if (query.response_type !== 'code') return { problem: 'response_type must be "code".' };
+  if (query.scope !== 'snsapi_login') return { problem: 'scope must be "snsapi_login".' };
+  if (typeof query.state !== 'string' || !STATE_SHAPE.test(query.state)) {
+    return { problem: 'state must be 1-128 characters of letters, digits, ".", "_", "~" or "-".' };
+  }
+  return { app, redirectUri: query.redirect_uri, state: query.state };
+}
+
+// Every refusal is a page on the provider, never a redirect: the redirect_uri is not trusted until it matched.
+function refuse(res: Response, problem: string): void {
+  sendPage(res, 400, renderMessagePage('This sign-in link is not valid', problem));
+}
+
+function wantsJson(req: Request): boolean {
+  return req.query.format === 'json' || req.accepts(['text/html', 'application/json']) === 'application/json';
+}
 
 /**
  * The start of a QR login: `GET /sns/oauth2/qrconnect` checks the app's request, creates the login request bound
@@ -28,23 +55,26 @@ export function qrconnectRoutes(context: QrProviderContext, limiter: RequestHand
       .send(QR_PAGE_SCRIPT);
   });
 
+  // HEAD answers what GET would (a 400 page for a bad request, else 200 with GET's media type) but creates
+  // nothing: no login request, no binding cookie, no rate-limit count. Link checkers and prefetchers send HEAD.
+  router.head('/sns/oauth2/qrconnect', function qrConnectHead(req, res) {
+    const checked = checkConnectRequest(apps, req.query as Record<string, unknown>);
+    if ('problem' in checked) return refuse(res, checked.problem);
+    res
+      .set('Cache-Control', 'no-store')
+      .type(wantsJson(req) ? 'json' : 'html')
+      .status(200)
+      .end();
+  });
+
   router.get(
     '/sns/oauth2/qrconnect',
     limiter,
     guarded(async function qrConnect(req, res) {
       const query = req.query as Record<string, unknown>;
-      const app = typeof query.appid === 'string' ? apps.get(query.appid) : undefined;
-      const refuse = (message: string) => sendPage(res, 400, renderMessagePage('This sign-in link is not valid', message));
-      // Every refusal is a page on the provider, never a redirect: the redirect_uri is not trusted until it matched.
-      if (!app) return refuse('The application asking for sign-in is not registered.');
-      if (typeof query.redirect_uri !== 'string' || !app.redirectUris.has(query.redirect_uri)) {
-        return refuse('The return address is not registered for this application.');
-      }
-      if (query.response_type !== 'code') return refuse('response_type must be "code".');
-      if (query.scope !== 'snsapi_login') return refuse('scope must be "snsapi_login".');
-      if (typeof query.state !== 'string' || !STATE_SHAPE.test(query.state)) {
-        return refuse('state must be 1-128 characters of letters, digits, ".", "_", "~" or "-".');
-      }
+      const checked = checkConnectRequest(apps, query);
+      if ('problem' in checked) return refuse(res, checked.problem);
+      const { app, redirectUri, state } = checked;
 
       const base = providerOrigin(context, req) + req.baseUrl;
       const authCode = randomToken(24);
@@ -52,8 +82,8 @@ export function qrconnectRoutes(context: QrProviderContext, limiter: RequestHand
       const record = await requests.create({
         authCode,
         appid: app.appid,
-        redirectUri: query.redirect_uri,
-        state: query.state,
+        redirectUri,
+        state,
         bindingHash: hashBinding(binding),
         requester: { ip: req.ip ?? 'unknown', userAgent: (req.get('user-agent') ?? 'unknown').slice(0, 256) },
         validitySeconds: qrLifetimeSeconds,
@@ -67,8 +97,7 @@ export function qrconnectRoutes(context: QrProviderContext, limiter: RequestHand
         redirection_url: `${resourceUrl}/redirection`,
       };
       res.set('Cache-Control', 'no-store');
-      const wantsJson = query.format === 'json' || req.accepts(['text/html', 'application/json']) === 'application/json';
-      if (wantsJson) {
+      if (wantsJson(req)) {
         res.status(201).location(resourceUrl).json(links);
         return;
       }

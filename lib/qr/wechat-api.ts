@@ -1,6 +1,6 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
 import { methodNotAllowed } from '../http/handlers';
-import { guarded, type QrProviderContext } from './provider-context';
+import { guarded, headNotAllowed, type QrProviderContext } from './provider-context';
 import type { QrDirectoryUser } from './provider-ports';
 import { grantForCode, isOutage, refreshGrant, userForAccessToken, type QrTokenAnswer } from './token-grants';
 import { WeChatApiError } from './wechat-errors';
@@ -105,6 +105,8 @@ export function weChatApiRoutes(context: QrProviderContext, limiter: RequestHand
     res.locals.qrWeChatApi = true;
     next();
   });
+  // WeChat's GET token endpoints change state; a HEAD must not redeem a code or rotate a refresh token.
+  router.head(['/sns/oauth2/access_token', '/sns/oauth2/refresh_token'], headNotAllowed(['GET', 'POST']));
   router
     .route('/sns/oauth2/access_token')
     .get(limiter, guarded(accessTokenEndpoint(context)))

@@ -107,6 +107,24 @@ describe('POST /sns/oauth2/access_token', () => {
     expect(get.headers['cache-control']).toBe('no-store');
   });
 
+  it('answers HEAD on the GET token endpoints with 405, so a HEAD neither redeems a code nor rotates a refresh token', async () => {
+    const code = await freshCode();
+    const query = { appid: 'shop', secret: idp.shopSecret, code, grant_type: 'authorization_code' };
+    const head = await request(idp.url).head('/sns/oauth2/access_token').query(query);
+    expect(head.status).toBe(405);
+    expect(head.headers.allow).toBe('GET, POST, OPTIONS');
+    const tokens = await request(idp.url).get('/sns/oauth2/access_token').query(query);
+    expect(tokens.status).toBe(200);
+    const refresh = {
+      appid: 'shop',
+      secret: idp.shopSecret,
+      grant_type: 'refresh_token',
+      refresh_token: tokens.body.refresh_token as string,
+    };
+    expect((await request(idp.url).head('/sns/oauth2/refresh_token').query(refresh)).status).toBe(405);
+    expect((await request(idp.url).get('/sns/oauth2/refresh_token').query(refresh)).status).toBe(200);
+  });
+
   it.each([
     ['a wrong secret', { secret: 'x'.repeat(32) }, 401, 40125],
     ['an unknown appid', { appid: 'nope' }, 401, 40013],
