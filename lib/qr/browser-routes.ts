@@ -1,10 +1,13 @@
 import express, { type Request, type Router } from 'express';
 import { ForbiddenError, NotFoundError } from '../http/errors';
+import { debugChannel } from '../util/debug';
 import { hasBinding } from './browser-binding';
 import { guarded, headNotAllowed, sendPage, type QrProviderContext } from './provider-context';
 import type { QrStatusEvent } from './qr-login-requests';
 import { renderMessagePage } from './qr-pages';
 import { effectiveStatus, isTerminal, type QrLoginRecord, type QrLoginStatus } from './qr-state';
+
+const debug = debugChannel('qr');
 
 const SSE_HEARTBEAT_MS = 15_000;
 
@@ -22,8 +25,12 @@ export function browserRoutes(context: QrProviderContext): Router {
 
   const loadBound = async (req: Request): Promise<QrLoginRecord> => {
     const record = await requests.get(String(req.params.authCode));
-    if (!record) throw new NotFoundError({ code: 'qr_login_not_found', detail: 'No such QR login request.' });
+    if (!record) {
+      debug('status refused: no such login request');
+      throw new NotFoundError({ code: 'qr_login_not_found', detail: 'No such QR login request.' });
+    }
     if (!hasBinding(req, cookieName, record.bindingHash)) {
+      debug('status refused: the browser does not hold the binding cookie of the request');
       throw new ForbiddenError({ code: 'qr_binding_mismatch', detail: 'This QR login was started in another browser.' });
     }
     return record;
@@ -94,33 +101,37 @@ export function browserRoutes(context: QrProviderContext): Router {
     '/sns/qr-logins/:authCode/redirection',
     guarded(async function qrLoginRedirection(req, res) {
       const record = await requests.get(String(req.params.authCode));
-      if (!record)
-        return sendPage(
-          res,
+      const page = (status: number, why: string, title: string, message: string, retryUrl?: string) => {
+        debug('redirect refused: %s', why);
+        sendPage(res, status, renderMessagePage(title, message, retryUrl));
+      };
+      if (!record) {
+        return page(
           404,
-          renderMessagePage('Sign-in request not found', 'This sign-in request does not exist or has been cleaned up.'),
+          'no such login request',
+          'Sign-in request not found',
+          'This sign-in request does not exist or has been cleaned up.',
         );
+      }
       const app = apps.get(record.appid);
       const retryUrl = app
         ? `${req.baseUrl}/sns/oauth2/qrconnect?${new URLSearchParams({ appid: record.appid, redirect_uri: record.redirectUri, response_type: 'code', scope: 'snsapi_login', state: record.state })}`
         : undefined;
       if (!hasBinding(req, cookieName, record.bindingHash)) {
-        return sendPage(
-          res,
-          403,
-          renderMessagePage('Wrong browser', 'This sign-in was started in another browser; only that browser can finish it.'),
-        );
+        const message = 'This sign-in was started in another browser; only that browser can finish it.';
+        return page(403, 'the browser does not hold the binding cookie of the request', 'Wrong browser', message);
       }
       const status = effectiveStatus(record, Date.now());
-      if (status === 'expired')
-        return sendPage(res, 410, renderMessagePage('The code has expired', 'The QR code was not confirmed in time.', retryUrl));
+      if (status === 'expired') {
+        return page(410, 'the request expired', 'The code has expired', 'The QR code was not confirmed in time.', retryUrl);
+      }
       if (status === 'denied')
-        return sendPage(res, 403, renderMessagePage('Sign-in denied', 'The sign-in was denied on the phone.', retryUrl));
+        return page(403, 'the request was denied', 'Sign-in denied', 'The sign-in was denied on the phone.', retryUrl);
       if (status !== 'confirmed' || !record.code) {
-        return sendPage(res, 409, renderMessagePage('Not confirmed yet', 'Confirm the sign-in on your phone first.'));
+        return page(409, `the request is ${status}, not confirmed`, 'Not confirmed yet', 'Confirm the sign-in on your phone first.');
       }
       if (!(await requests.collect(record))) {
-        return sendPage(res, 410, renderMessagePage('Already used', 'This sign-in was already completed.', retryUrl));
+        return page(410, 'the redirect was already collected', 'Already used', 'This sign-in was already completed.', retryUrl);
       }
       const target = new URL(record.redirectUri);
       target.searchParams.set('code', record.code);

@@ -1,11 +1,14 @@
 import express, { type RequestHandler, type Router } from 'express';
 import { ForbiddenError, UnprocessableEntityError } from '../http/errors';
 import { methodNotAllowed } from '../http/handlers';
+import { debugChannel } from '../util/debug';
 import { requireSessionUser } from './confirming-user';
 import { guarded, providerOrigin, sendPage, type QrProviderContext } from './provider-context';
 import { renderConfirmationPage } from './qr-pages';
 import { loadRequest, transitionRefusal, TRANSITIONS } from './qr-logins-resource';
 import { effectiveStatus, type QrLoginTransition } from './qr-state';
+
+const debug = debugChannel('qr');
 
 /**
  * The web confirmation page (the demo "phone"): `GET /sns/qr-logins/{auth_code}/confirmation` shows the request to
@@ -23,7 +26,9 @@ export function confirmationRoutes(context: QrProviderContext): Router {
     // The form changes state with the session cookie, so it must come from a page of this provider (CSRF).
     const origin = req.get('origin');
     const fetchSite = req.get('sec-fetch-site');
-    const ok = origin !== undefined ? origin === providerOrigin(context, req) : fetchSite === 'same-origin';
+    const expected = providerOrigin(context, req);
+    const ok = origin !== undefined ? expected !== undefined && origin === expected : fetchSite === 'same-origin';
+    if (!ok) debug('confirmation form refused: Origin %j (Sec-Fetch-Site %j) is not this provider %j', origin, fetchSite, expected);
     next(ok ? undefined : new ForbiddenError({ code: 'cross_origin_request', detail: 'The form must be sent from this site.' }));
   };
 
@@ -67,11 +72,11 @@ export function confirmationRoutes(context: QrProviderContext): Router {
           const current = await requests.get(authCode);
           if (current && effectiveStatus(current, Date.now()) === 'pending') {
             const scanned = await requests.transition(authCode, 'scanned', userId, codeLifetimeSeconds);
-            if (!scanned.ok && scanned.reason !== 'illegal_transition') throw transitionRefusal(scanned.reason, scanned.status);
+            if (!scanned.ok && scanned.reason !== 'illegal_transition') throw transitionRefusal(scanned.reason, scanned.status, 'scanned');
           }
         }
         const result = await requests.transition(authCode, to as QrLoginTransition, userId, codeLifetimeSeconds);
-        if (!result.ok) throw transitionRefusal(result.reason, result.status);
+        if (!result.ok) throw transitionRefusal(result.reason, result.status, to as QrLoginTransition);
         res.redirect(303, req.originalUrl);
       }),
     )

@@ -1,6 +1,9 @@
 import type { RequestHandler } from 'express';
 import { ForbiddenError, UnauthorizedError } from '../http/errors';
+import { debugChannel } from '../util/debug';
 import type { QrProviderContext } from './provider-context';
+
+const debug = debugChannel('qr');
 
 function foreignUser(): ForbiddenError {
   return new ForbiddenError({ code: 'foreign_identity', detail: 'Sign in with an account of this provider to approve sign-ins.' });
@@ -23,6 +26,7 @@ export function identifyAppUser(context: QrProviderContext): RequestHandler {
       // Only users of the provider's own directory may scan and confirm: a partner IdP's user with the same
       // subject is somebody else.
       if (sessionUser.source !== directorySource) {
+        debug('scan or decision refused: the session user is of source %j, not the directory %j', sessionUser.source, directorySource);
         next(foreignUser());
         return;
       }
@@ -32,6 +36,7 @@ export function identifyAppUser(context: QrProviderContext): RequestHandler {
     }
     const challenge = { 'WWW-Authenticate': 'Bearer realm="qr-login"' };
     if (!authenticateApp) {
+      debug('scan or decision refused: no session user, and no authenticateApp for phone-app tokens');
       next(new UnauthorizedError({ code: 'login_required', detail: 'Sign in to the provider first.', headers: challenge }));
       return;
     }
@@ -42,12 +47,14 @@ export function identifyAppUser(context: QrProviderContext): RequestHandler {
       }
       const subject = req.auth?.claims.sub;
       if (typeof subject !== 'string' || subject === '') {
+        debug('scan or decision refused: the phone-app token names no subject');
         next(new UnauthorizedError({ code: 'invalid_token', detail: 'The token names no user.', headers: challenge }));
         return;
       }
       // A token's subject is a user of this directory only when the phone app's own issuer asserted it; the same
       // `sub` from another issuer the middleware accepts is somebody else.
       if (req.auth?.claims.iss !== appTokenIssuer) {
+        debug('scan or decision refused: the phone-app token is issued by %j, not appTokenIssuer %j', req.auth?.claims.iss, appTokenIssuer);
         next(foreignUser());
         return;
       }
@@ -70,6 +77,7 @@ export function requireSessionUser(context: QrProviderContext): RequestHandler {
     const user = req.user;
     if (user) {
       if (user.source !== directorySource) {
+        debug('confirmation page refused: the session user is of source %j, not the directory %j', user.source, directorySource);
         next(foreignUser());
         return;
       }

@@ -1,5 +1,6 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { MethodNotAllowedError } from '../http/errors';
+import { requestOrigin } from '../util/request-origin';
 import type { KeyValueStore } from '../store/port';
 import type { RegisteredQrApp } from './app-registry';
 import type { QrLoginRequests } from './qr-login-requests';
@@ -58,13 +59,14 @@ export function sendPage(res: Response, status: number, html: string): void {
 }
 
 /**
- * The provider's public origin: `publicUrl` when set, otherwise the request's own.
+ * The provider's public origin: `publicUrl` when set, otherwise the request's own (`requestOrigin`: the Host
+ * header, or X-Forwarded-Host behind a trusted proxy). Undefined for a request without a usable host.
  *
  * @example
  * const qrUrl = `${providerOrigin(context, req)}${req.baseUrl}/sns/qr-logins/${authCode}/confirmation`;
  */
-export function providerOrigin(context: QrProviderContext, req: Request): string {
-  return context.settings.publicOrigin ?? `${req.protocol}://${req.get('host') ?? 'localhost'}`;
+export function providerOrigin(context: QrProviderContext, req: Request): string | undefined {
+  return context.settings.publicOrigin ?? requestOrigin(req);
 }
 
 /**

@@ -10,11 +10,14 @@ import {
   type HttpError,
 } from '../http/errors';
 import { methodNotAllowed } from '../http/handlers';
+import { debugChannel } from '../util/debug';
 import type { RegisteredQrApp } from './app-registry';
 import { identifyAppUser } from './confirming-user';
 import { guarded, type QrProviderContext } from './provider-context';
 import type { QrLoginRequests } from './qr-login-requests';
 import { effectiveStatus, type QrLoginRecord, type QrLoginStatus, type QrLoginTransition } from './qr-state';
+
+const debug = debugChannel('qr');
 
 /** The statuses a client may ask for. */
 export const TRANSITIONS: readonly QrLoginTransition[] = ['scanned', 'confirmed', 'denied'];
@@ -26,7 +29,9 @@ export const TRANSITIONS: readonly QrLoginTransition[] = ['scanned', 'confirmed'
  * @example
  * if (!result.ok) throw transitionRefusal(result.reason, result.status);
  */
-export function transitionRefusal(reason: string, status?: QrLoginStatus): HttpError {
+export function transitionRefusal(reason: string, status?: QrLoginStatus, to?: QrLoginTransition): HttpError {
+  // Why, never which request: the auth_code is a bearer of the login.
+  debug('%s refused: %s (the request is %s)', to ?? 'reading the request', reason, status ?? 'unknown');
   if (reason === 'not_found') return new NotFoundError({ code: 'qr_login_not_found', detail: 'No such QR login request.' });
   if (reason === 'expired') return new GoneError({ code: 'qr_login_expired', detail: 'The QR code has expired.' });
   if (reason === 'not_scanner')
@@ -46,7 +51,7 @@ export function transitionRefusal(reason: string, status?: QrLoginStatus): HttpE
  */
 export async function loadRequest(requests: QrLoginRequests, req: Request): Promise<QrLoginRecord> {
   const record = await requests.get(String(req.params.authCode));
-  if (!record) throw new NotFoundError({ code: 'qr_login_not_found', detail: 'No such QR login request.' });
+  if (!record) throw transitionRefusal('not_found');
   return record;
 }
 
@@ -98,7 +103,7 @@ export function qrLoginsResource(context: QrProviderContext): Router {
       guarded(async function readQrLogin(req, res) {
         const record = await loadRequest(requests, req);
         const now = Date.now();
-        if (effectiveStatus(record, now) === 'expired') throw transitionRefusal('expired');
+        if (effectiveStatus(record, now) === 'expired') throw transitionRefusal('expired', 'expired');
         res.set('Cache-Control', 'no-store').json(representation(record, apps.get(record.appid), now));
       }),
     )
@@ -117,7 +122,7 @@ export function qrLoginsResource(context: QrProviderContext): Router {
         if (errors.length) throw new UnprocessableEntityError(errors);
         const to = (req.body as { status: QrLoginTransition }).status;
         const result = await requests.transition(String(req.params.authCode), to, String(res.locals.qrUserId), codeLifetimeSeconds);
-        if (!result.ok) throw transitionRefusal(result.reason, result.status);
+        if (!result.ok) throw transitionRefusal(result.reason, result.status, to);
         res.set('Cache-Control', 'no-store').json(representation(result.record, apps.get(result.record.appid), Date.now()));
       }),
     )

@@ -1,9 +1,12 @@
 import express, { type Request, type RequestHandler, type Response, type Router } from 'express';
+import { debugChannel } from '../util/debug';
 import type { RegisteredQrApp } from './app-registry';
 import { hashBinding, setBindingCookie } from './browser-binding';
 import { guarded, providerOrigin, sendPage, type QrProviderContext } from './provider-context';
 import { randomToken } from './qr-login-requests';
 import { QR_PAGE_SCRIPT, renderMessagePage, renderQrPage } from './qr-pages';
+
+const debug = debugChannel('qr');
 
 /** Where the router serves the QR page's script, relative to its mount path. */
 export const QR_SCRIPT_PATH = '/sns/qr-login/qr-login.js';
@@ -14,6 +17,13 @@ const STATE_SHAPE = /^[A-Za-z0-9._~-]{1,128}$/;
 type ConnectRequest = { app: RegisteredQrApp; redirectUri: string; state: string } | { problem: string };
 
 function checkConnectRequest(apps: ReadonlyMap<string, RegisteredQrApp>, query: Record<string, unknown>): ConnectRequest {
+  const checked = connectRequestOf(apps, query);
+  // The appid and the problem only: the state is the relying app's secret.
+  if ('problem' in checked) debug('qrconnect refused for appid %j: %s', query.appid, checked.problem);
+  return checked;
+}
+
+function connectRequestOf(apps: ReadonlyMap<string, RegisteredQrApp>, query: Record<string, unknown>): ConnectRequest {
   const app = typeof query.appid === 'string' ? apps.get(query.appid) : undefined;
   if (!app) return { problem: 'The application asking for sign-in is not registered.' };
   if (typeof query.redirect_uri !== 'string' || !app.redirectUris.has(query.redirect_uri)) {
@@ -76,7 +86,12 @@ export function qrconnectRoutes(context: QrProviderContext, limiter: RequestHand
       if ('problem' in checked) return refuse(res, checked.problem);
       const { app, redirectUri, state } = checked;
 
-      const base = providerOrigin(context, req) + req.baseUrl;
+      const origin = providerOrigin(context, req);
+      if (origin === undefined) {
+        debug('qrconnect refused: the request has no usable Host header (set publicUrl)');
+        return refuse(res, 'The sign-in address could not be determined. Please try again.');
+      }
+      const base = origin + req.baseUrl;
       const authCode = randomToken(24);
       const binding = setBindingCookie(res, cookieName, `${req.baseUrl}/sns/qr-logins/${authCode}`, qrLifetimeSeconds + 60);
       const record = await requests.create({

@@ -1,10 +1,13 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
 import { methodNotAllowed } from '../http/handlers';
+import { debugChannel } from '../util/debug';
 import { guarded, headNotAllowed, type QrProviderContext } from './provider-context';
 import type { QrDirectoryUser } from './provider-ports';
 import { grantForCode, isOutage, refreshGrant, userForAccessToken, type QrTokenAnswer } from './token-grants';
 import { WeChatApiError } from './wechat-errors';
 import { authenticateClient, params, presentedAccessToken, text } from './wechat-request';
+
+const debug = debugChannel('qr');
 
 function sendTokens(res: Response, body: QrTokenAnswer): void {
   res.set('Cache-Control', 'no-store').set('Pragma', 'no-cache').json(body);
@@ -69,7 +72,7 @@ function userinfoEndpoint(context: QrProviderContext) {
  * router.use(weChatErrorRenderer({ wechatCompatibleStatus: false }));
  */
 export function weChatErrorRenderer(options: { wechatCompatibleStatus: boolean }) {
-  return function qrWeChatErrorRenderer(error: unknown, _req: Request, res: Response, next: NextFunction): void {
+  return function qrWeChatErrorRenderer(error: unknown, req: Request, res: Response, next: NextFunction): void {
     if (res.headersSent) {
       next(error);
       return;
@@ -85,6 +88,16 @@ export function weChatErrorRenderer(options: { wechatCompatibleStatus: boolean }
       next(error);
       return;
     }
+    // The path and the reason only: the query of a WeChat GET call carries the code, the secret or a token.
+    const reason = (apiError.cause as { reason?: unknown } | undefined)?.reason;
+    debug(
+      '%s %s refused: %s (errcode %d)%s',
+      req.method,
+      req.path,
+      apiError.code,
+      apiError.errcode,
+      reason ? `, token ${String(reason)}` : '',
+    );
     const status = options.wechatCompatibleStatus && apiError.status < 500 ? 200 : apiError.status;
     for (const [name, value] of Object.entries(apiError.headers)) res.setHeader(name, value);
     res.status(status).set('Cache-Control', 'no-store').json({ errcode: apiError.errcode, errmsg: apiError.errmsg });

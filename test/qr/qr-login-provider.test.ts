@@ -16,6 +16,7 @@ import {
 import { RedisStore } from '../../lib/store';
 import { keysByPrefix, testRedisClient, testRedisStore } from '../helpers/redis';
 import { burst } from '../helpers/parallel-http';
+import { startSsoWiredProvider } from '../helpers/qr-sso-provider';
 import { openEventStream, statusIs } from '../helpers/sse-client';
 
 let redis: Awaited<ReturnType<typeof testRedisStore>>;
@@ -179,6 +180,26 @@ describe('GET /sns/oauth2/qrconnect', () => {
     } finally {
       await provider.close();
       await fresh.cleanup();
+    }
+  });
+
+  it('puts the request origin in the QR URL without publicUrl, honouring X-Forwarded-Host only from a trusted proxy', async () => {
+    // No `trust proxy` on the harness: a forged X-Forwarded-Host must not move the QR code to another site.
+    const direct = await request(idp.url)
+      .get(`/sns/oauth2/qrconnect?${qrconnectQuery()}`)
+      .set('X-Forwarded-Host', 'evil.example')
+      .set('X-Forwarded-Proto', 'https');
+    expect(direct.body.qr_url).toMatch(new RegExp(`^${idp.url}/sns/qr-logins/`));
+    const behindProxy = await startSsoWiredProvider(redis.store, { publicUrl: undefined });
+    try {
+      const viaProxy = await behindProxy
+        .call('get', `/sns/oauth2/qrconnect?${qrconnectQuery()}`)
+        .set('X-Forwarded-Host', 'login.example.test');
+      expect(viaProxy.body.qr_url).toMatch(/^https:\/\/login\.example\.test\/sns\/qr-logins\//);
+      const hostOnly = await behindProxy.call('get', `/sns/oauth2/qrconnect?${qrconnectQuery()}`);
+      expect(hostOnly.body.qr_url).toMatch(/^https:\/\/idp\.example\.test\/sns\/qr-logins\//);
+    } finally {
+      await behindProxy.close();
     }
   });
 

@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { format } from 'node:util';
+import createDebug from 'debug';
 import express from 'express';
 import request from 'supertest';
 import { errorHandler } from '../../lib/http';
@@ -271,5 +273,73 @@ describe('a second phone, late decisions and replays (the QR request’s state r
       expect(redirection.status).toBe(410);
       expect(redirection.headers.location).toBeUndefined();
     });
+  });
+});
+
+describe('what the provider writes to its debug channel (secrets in logs)', () => {
+  let lines: string[];
+  let previousNamespaces: string;
+  const previousLog = createDebug.log;
+  beforeAll(() => {
+    lines = [];
+    previousNamespaces = createDebug.disable();
+    createDebug.enable('express-sso-kit:qr');
+    createDebug.log = (...args: unknown[]) => {
+      lines.push(format(...args));
+    };
+  });
+  afterAll(() => {
+    createDebug.log = previousLog;
+    createDebug.disable();
+    if (previousNamespaces) createDebug.enable(previousNamespaces);
+  });
+
+  it('says why a scan, decision, redirect or exchange was refused, and never names a code, token, state or cookie', async () => {
+    const secrets: string[] = [idp.shopSecret];
+    expect((await idp.call('get', `/sns/oauth2/qrconnect?${qrconnectQuery({ redirect_uri: 'https://evil.example/cb' })}`)).status).toBe(
+      400,
+    );
+    const { authCode, binding } = await newLogin();
+    secrets.push(authCode, binding.split('=')[1]!, 'st-123');
+    const partner = await idp.signIn('alice', 'oidc:https://partner.example.test');
+    secrets.push(partner.split('=')[1]!);
+    await patchWithSession(authCode, 'scanned', partner);
+    const aliceToken = await phoneToken('alice');
+    const bobToken = await phoneToken('bob');
+    secrets.push(aliceToken, bobToken);
+    await patchAsPhone(authCode, 'scanned', aliceToken);
+    await patchAsPhone(authCode, 'confirmed', bobToken);
+    await patchAsPhone(authCode, 'confirmed', aliceToken);
+    await postConfirmation(authCode, 'denied', partner).set('Origin', 'https://evil.example');
+    await idp.call('get', `/sns/qr-logins/${authCode}/redirection`);
+    const location = (await idp.call('get', `/sns/qr-logins/${authCode}/redirection`).set('Cookie', binding)).headers.location as string;
+    await idp.call('get', `/sns/qr-logins/${authCode}/redirection`).set('Cookie', binding);
+    const code = new URL(location).searchParams.get('code')!;
+    secrets.push(code);
+    const query = { appid: 'shop', secret: idp.shopSecret, code, grant_type: 'authorization_code' };
+    const tokens = (await idp.call('get', '/sns/oauth2/access_token').query(query)).body as Record<string, string>;
+    secrets.push(tokens.access_token!, tokens.refresh_token!);
+    await idp.call('get', '/sns/oauth2/access_token').query(query);
+    await idp.call('get', '/sns/oauth2/access_token').query({ ...query, secret: 'w'.repeat(32) });
+    await idp
+      .call('get', '/sns/userinfo')
+      .query({ openid: tokens.openid!, access_token: `${tokens.access_token!}x` })
+      .set('Authorization', `Bearer ${tokens.access_token!}`);
+
+    const log = lines.join('\n');
+    for (const reason of [
+      'qrconnect refused for appid "shop": The return address is not registered',
+      'the session user is of source "oidc:https://partner.example.test", not the directory "directory:local"',
+      'confirmed refused: not_scanner',
+      'confirmation form refused: Origin "https://evil.example"',
+      'redirect refused: the browser does not hold the binding cookie',
+      'redirect refused: the redirect was already collected',
+      'GET /sns/oauth2/access_token refused: code_used (errcode 40163)',
+      'GET /sns/oauth2/access_token refused: invalid_secret (errcode 40125)',
+      'GET /sns/userinfo refused: invalid_access_token (errcode 40014)',
+    ]) {
+      expect(log).toContain(reason);
+    }
+    for (const secret of secrets) expect(log).not.toContain(secret);
   });
 });
