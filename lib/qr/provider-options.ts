@@ -44,7 +44,7 @@ export interface QrLoginProviderOptions {
    * store, shared by all instances; set it explicitly so openids survive losing the store.
    */
   openidSecret?: string | Buffer;
-  /** How long a QR code can be scanned and confirmed, 120–300 s (spec §8: 2–5 minutes). Default 180. */
+  /** How long a QR code can be scanned and confirmed, 120–300 s (WeChat's QR codes live 2–5 minutes). Default 180. */
   qrLifetimeSeconds?: number;
   /**
    * TESTS ONLY: a validity of 1–119 s, so a test can watch a code expire. Refused when NODE_ENV is `production`.
@@ -52,13 +52,13 @@ export interface QrLoginProviderOptions {
   testOnlyQrLifetimeSeconds?: number;
   /** How long the authorization code in the redirect can be redeemed, 30–600 s. Default 300. */
   codeLifetimeSeconds?: number;
-  /** Lifetime of issued access tokens. Default 7200 (spec §8). */
+  /** Lifetime of issued access tokens. Default 7200, WeChat's `expires_in`. */
   accessTokenLifetimeSeconds?: number;
   /** How long the openid → user mapping for userinfo is kept after an exchange or refresh. Default 30 days. */
   subjectLifetimeSeconds?: number;
   /** Require the app secret on refresh_token. WeChat does not; the kit does by default. Default true. */
   requireSecretOnRefresh?: boolean;
-  /** Answer errcode bodies with HTTP 200 as WeChat does. Default false (the statuses of spec §7). */
+  /** Answer errcode bodies with HTTP 200 as WeChat does. Default false (4xx/5xx statuses as in docs/qr-login.md). */
   wechatCompatibleStatus?: boolean;
   /** Limits per minute, or false to turn limiting off (e.g. behind a gateway that limits). */
   rateLimits?: QrRateLimits | false;
