@@ -23,7 +23,12 @@ export interface RegisteredQrApp {
 
 const HASH_PREFIX = 'sha256:';
 const APPID = /^[A-Za-z0-9_.-]{1,64}$/;
-/** 32 characters: a WeChat AppSecret is 32 hex digits (128 bits); shorter secrets are guessable offline from a leaked hash. */
+/**
+ * 32 characters: a WeChat AppSecret is 32 hex digits (128 bits); shorter secrets are guessable offline from a leaked hash.
+ *
+ * @example
+ * if (secret.length < MIN_APP_SECRET_LENGTH) throw new Error('generate the secret with generateAppSecret()');
+ */
 export const MIN_APP_SECRET_LENGTH = 32;
 
 /**

@@ -1,10 +1,11 @@
 import express, { type Router } from 'express';
+import { OptionsError } from '../util/options';
 import { buildAppRegistry } from './app-registry';
 import { browserRoutes } from './browser-routes';
 import { confirmationRoutes } from './confirmation-routes';
 import type { QrProviderContext } from './provider-context';
-import { OptionsError } from '../util/options';
-import { resolveProviderOptions, type QrLoginProviderOptions } from './provider-options';
+import { resolveProviderOptions } from './provider-option-schema';
+import type { QrLoginProviderOptions } from './provider-options';
 import { QrLoginRequests } from './qr-login-requests';
 import { qrconnectRoutes } from './qrconnect-route';
 import { qrLoginsResource } from './qr-logins-resource';

@@ -19,7 +19,12 @@ import { effectiveStatus, type QrLoginRecord, type QrLoginStatus, type QrLoginTr
 
 const debug = debugChannel('qr');
 
-/** The statuses a client may ask for. */
+/**
+ * The statuses a client may ask for.
+ *
+ * @example
+ * if (!TRANSITIONS.includes(body.status)) throw new UnprocessableEntityError([{ field: 'status', message: '…' }]);
+ */
 export const TRANSITIONS: readonly QrLoginTransition[] = ['scanned', 'confirmed', 'denied'];
 
 /**

@@ -8,7 +8,12 @@ import { QR_PAGE_SCRIPT, renderMessagePage, renderQrPage } from './qr-pages';
 
 const debug = debugChannel('qr');
 
-/** Where the router serves the QR page's script, relative to its mount path. */
+/**
+ * Where the router serves the QR page's script, relative to its mount path.
+ *
+ * @example
+ * renderQrPage({ …, scriptUrl: `${req.baseUrl}${QR_SCRIPT_PATH}` });
+ */
 export const QR_SCRIPT_PATH = '/sns/qr-login/qr-login.js';
 
 const STATE_SHAPE = /^[A-Za-z0-9._~-]{1,128}$/;

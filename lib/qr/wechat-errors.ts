@@ -5,6 +5,9 @@ import { HttpError } from '../http/errors';
  * a bad or spent parameter, 401 for a missing/wrong credential or token, 404 for a user that no longer exists,
  * 429 for rate limits, 503 for an outage. With `wechatCompatibleStatus` every one of them but the outage is sent
  * with HTTP 200, as WeChat does.
+ *
+ * @example
+ * res.status(WECHAT_ERRORS.code_used.status).json({ errcode: 40163, errmsg: WECHAT_ERRORS.code_used.errmsg });
  */
 export const WECHAT_ERRORS = {
   system_busy: { errcode: -1, errmsg: 'system error, please retry later', status: 503 },
