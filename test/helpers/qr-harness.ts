@@ -50,6 +50,14 @@ export const USERS: Record<string, QrDirectoryUser> = {
   bob: { id: 'bob', name: 'Bob', attributes: { city: 'Lyon', country: 'FR' } },
 };
 
+/**
+ * The provider's TokenService: keys, the issuer, a store, and access tokens that live as long as QR access tokens
+ * (7200 s), so revocation marks outlive them. The one place the QR tests name the TokenService's lifetime option.
+ */
+export function qrTokenService(store: KeyValueStore, keys: KeySet = KeySet.generate('ES256'), issuer = PHONE_ISSUER): TokenService {
+  return new TokenService({ keys, issuer, store, accessTokenTtlSeconds: 7200 });
+}
+
 /** A QR-login provider on listen(0) with real Redis, a real TokenService and requireBearer for the phone app. */
 export interface ProviderHarness {
   url: string;
@@ -70,7 +78,7 @@ export async function startProvider(
   const keys = shared?.keys ?? KeySet.generate('ES256');
   const shopSecret = shared?.shopSecret ?? generateAppSecret();
   const adminSecret = shared?.adminSecret ?? generateAppSecret();
-  const tokenService = new TokenService({ keys, issuer: PHONE_ISSUER, store, accessTokenTtlSeconds: 7200 });
+  const tokenService = qrTokenService(store, keys);
   const app = express();
   app.use(session({ secret: 'qr-harness-session-secret', resave: false, saveUninitialized: false, name: 'idp.sid' }));
   // What ssoSession does for a live session: its user becomes req.user, the only user the provider reads.

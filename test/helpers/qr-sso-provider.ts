@@ -9,8 +9,7 @@ import { qrTokenIssuer } from '../../lib/qr/qr-token-issuer';
 import { establishLogin, ssoSession } from '../../lib/session';
 import type { KeyValueStore } from '../../lib/store';
 import { KeySet } from '../../lib/tokens/key-set';
-import { TokenService } from '../../lib/tokens/token-service';
-import { cookiePair, PHONE_ISSUER, phoneAppBearer, SHOP_REDIRECT, USERS } from './qr-harness';
+import { cookiePair, PHONE_ISSUER, phoneAppBearer, qrTokenService, SHOP_REDIRECT, USERS } from './qr-harness';
 
 /** The provider's public origin; requests reach it through a loopback proxy that says https. */
 export const IDP_ORIGIN = 'https://idp.example.test';
@@ -41,7 +40,7 @@ export async function startSsoWiredProvider(
   overrides: Partial<QrLoginProviderOptions> = {},
 ): Promise<SsoWiredProvider> {
   const shopSecret = generateAppSecret();
-  const tokenService = new TokenService({ keys: KeySet.generate('ES256'), issuer: IDP_ORIGIN, store, accessTokenTtlSeconds: 7200 });
+  const tokenService = qrTokenService(store, KeySet.generate('ES256'), IDP_ORIGIN);
   const app = express();
   app.set('trust proxy', 'loopback');
   app.use(

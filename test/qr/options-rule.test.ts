@@ -3,21 +3,14 @@ import { qrLogin } from '../../lib/qr/qr-login';
 import { qrLoginProvider } from '../../lib/qr/qr-login-provider';
 import { qrTokenIssuer } from '../../lib/qr/qr-token-issuer';
 import { MemoryStore } from '../../lib/store';
-import { KeySet } from '../../lib/tokens/key-set';
-import { TokenService } from '../../lib/tokens/token-service';
 import { OptionsError } from '../../lib/util/options';
-import { PHONE_ISSUER, phoneAppBearer, SHOP_REDIRECT } from '../helpers/qr-harness';
+import { PHONE_ISSUER, phoneAppBearer, qrTokenService, SHOP_REDIRECT } from '../helpers/qr-harness';
 
 const store = new MemoryStore();
 afterAll(() => store.close());
 
 const app = { appid: 'shop', secretHash: hashAppSecret('s'.repeat(32)), name: 'Shop', redirectUris: [SHOP_REDIRECT] };
-const tokenService = new TokenService({
-  keys: KeySet.generate('ES256'),
-  issuer: 'https://idp.example.test',
-  store,
-  accessTokenTtlSeconds: 7200,
-});
+const tokenService = qrTokenService(store);
 const providerOptions = () => ({ store, apps: [app], users: { findById: async () => null }, tokens: qrTokenIssuer(tokenService) });
 const loginOptions = { providerUrl: 'https://idp.example.test', appid: 'shop', secret: 'x'.repeat(32), redirectUri: SHOP_REDIRECT };
 
