@@ -96,6 +96,7 @@ export async function runQrLoginBench(options: QrLoginBenchOptions = {}): Promis
         issuer: 'https://idp.example.test',
         audience: 'phone-app',
       }),
+      appTokenIssuer: 'https://idp.example.test',
       rateLimits: false,
     }),
   );

@@ -1,4 +1,5 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { checkOptions, OptionsError, type OptionSchema } from '../util/options';
 
 /** A relying application registered at the QR-login provider. */
 export interface QrAppRegistration {
@@ -22,7 +23,12 @@ export interface RegisteredQrApp {
 
 const HASH_PREFIX = 'sha256:';
 const APPID = /^[A-Za-z0-9_.-]{1,64}$/;
-/** 32 characters: a WeChat AppSecret is 32 hex digits (128 bits); shorter secrets are guessable offline from a leaked hash. */
+/**
+ * 32 characters: a WeChat AppSecret is 32 hex digits (128 bits); shorter secrets are guessable offline from a leaked hash.
+ *
+ * @example
+ * if (secret.length < MIN_APP_SECRET_LENGTH) throw new Error('generate the secret with generateAppSecret()');
+ */
 export const MIN_APP_SECRET_LENGTH = 32;
 
 /**
@@ -74,52 +80,73 @@ export function isLoopbackHost(hostname: string): boolean {
   return hostname === '127.0.0.1' || hostname === '[::1]' || hostname === 'localhost' || hostname.endsWith('.localhost');
 }
 
-function checkRedirectUri(where: string, uri: unknown): string {
-  if (typeof uri !== 'string') throw new TypeError(`${where}: each redirectUris entry must be a string`);
+function redirectUriProblem(uri: string): string | undefined {
   let url: URL;
   try {
     url = new URL(uri);
   } catch {
-    throw new TypeError(`${where}: redirectUris entry "${uri}" is not an absolute URL like "https://shop.example.test/callback/qr"`);
+    return `entry "${uri}" is not an absolute URL like "https://shop.example.test/callback/qr"`;
   }
   const loopback = isLoopbackHost(url.hostname);
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) {
-    throw new TypeError(`${where}: redirectUris entry "${uri}" must use https (http only for loopback development)`);
+    return `entry "${uri}" must use https (http only for loopback development)`;
   }
-  if (url.hash) throw new TypeError(`${where}: redirectUris entry "${uri}" must not have a #fragment`);
-  return uri;
+  if (url.hash) return `entry "${uri}" must not have a #fragment`;
+  return undefined;
 }
 
+const REGISTRATION: OptionSchema = {
+  appid: {
+    type: 'string',
+    required: true,
+    expected: '1-64 letters, digits, "_", "-" or "."',
+    check: (appid: string) =>
+      APPID.test(appid) ? undefined : `must be 1-64 letters, digits, "_", "-" or ".", got ${JSON.stringify(appid)}`,
+  },
+  secretHash: {
+    type: 'string',
+    required: true,
+    expected: 'hashAppSecret(secret), not the secret itself',
+    check: (hash: string) => {
+      if (!hash.startsWith(HASH_PREFIX)) return 'must be made by hashAppSecret(secret), not the secret itself';
+      return Buffer.from(hash.slice(HASH_PREFIX.length), 'base64url').length === 32 ? undefined : 'is malformed';
+    },
+  },
+  name: {
+    type: 'string',
+    required: true,
+    expected: 'the display name shown to the user',
+    check: (name: string) => (name.trim() === '' ? 'must be a display name' : undefined),
+  },
+  redirectUris: {
+    type: 'string[]',
+    required: true,
+    expected: 'the exact callback URLs the app may use',
+    check: (uris: string[]) =>
+      uris.length === 0 ? 'must list the exact callback URLs the app may use' : uris.map(redirectUriProblem).find(Boolean),
+  },
+};
+
 /**
- * Validates the app list given to `qrLoginProvider` and indexes it by appid.
+ * Validates the app list given to `qrLoginProvider` and indexes it by appid. Each registration is checked by the
+ * kit's options rule: unknown keys (a misspelled `redirectUri`) are errors that name the entry.
  *
  * @example
  * const apps = buildAppRegistry([{ appid: 'shop', secretHash, name: 'Shop', redirectUris: ['https://shop.example.test/callback/qr'] }]);
  */
 export function buildAppRegistry(apps: unknown, where = 'qrLoginProvider'): ReadonlyMap<string, RegisteredQrApp> {
   if (!Array.isArray(apps) || apps.length === 0) {
-    throw new TypeError(`${where}: apps must be a non-empty array of { appid, secretHash, name, redirectUris }`);
+    throw new OptionsError(`${where}: apps must be a non-empty array of { appid, secretHash, name, redirectUris }`);
   }
   const registry = new Map<string, RegisteredQrApp>();
-  for (const entry of apps as Array<Partial<QrAppRegistration>>) {
-    if (!entry || typeof entry !== 'object') throw new TypeError(`${where}: each apps entry must be an object`);
-    const { appid, secretHash, name, redirectUris } = entry;
-    if (typeof appid !== 'string' || !APPID.test(appid)) {
-      throw new TypeError(`${where}: apps[].appid must be 1-64 letters, digits, "_", "-" or ".", got ${JSON.stringify(appid)}`);
-    }
-    if (registry.has(appid)) throw new TypeError(`${where}: appid "${appid}" is registered twice`);
-    if (typeof secretHash !== 'string' || !secretHash.startsWith(HASH_PREFIX)) {
-      throw new TypeError(`${where}: app "${appid}" needs secretHash made by hashAppSecret(secret), not the secret itself`);
-    }
+  apps.forEach((entry: unknown, index) => {
+    const appid = (entry as { appid?: unknown } | null)?.appid;
+    checkOptions(`${where}: apps[${index}]${typeof appid === 'string' ? ` ("${appid}")` : ''}`, entry, REGISTRATION);
+    const { secretHash, name, redirectUris } = entry as unknown as QrAppRegistration;
+    if (registry.has(appid as string)) throw new OptionsError(`${where}: appid "${String(appid)}" is registered twice`);
     const secretDigest = Buffer.from(secretHash.slice(HASH_PREFIX.length), 'base64url');
-    if (secretDigest.length !== 32) throw new TypeError(`${where}: app "${appid}" has a malformed secretHash`);
-    if (typeof name !== 'string' || name.trim() === '') throw new TypeError(`${where}: app "${appid}" needs a display name`);
-    if (!Array.isArray(redirectUris) || redirectUris.length === 0) {
-      throw new TypeError(`${where}: app "${appid}" needs redirectUris, the exact callback URLs it may use`);
-    }
-    const uris = new Set(redirectUris.map((uri: unknown) => checkRedirectUri(`${where}: app "${appid}"`, uri)));
-    registry.set(appid, { appid, name, redirectUris: uris, secretDigest });
-  }
+    registry.set(appid as string, { appid: appid as string, name, redirectUris: new Set(redirectUris), secretDigest });
+  });
   return registry;
 }
 

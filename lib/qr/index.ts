@@ -1,6 +1,6 @@
 export { qrLoginProvider, type QrLoginProviderOptions, type QrRateLimits } from './qr-login-provider';
-export { qrLogin, type QrLoginOptions, type QrLoginHandlers } from './qr-login';
-export { qrTokenIssuer } from './qr-token-issuer';
+export { qrLogin, type QrLoginOptions, type QrLoginHandlers, type QrUserProfile } from './qr-login';
+export { qrTokenIssuer, type QrTokenIssuerOptions } from './qr-token-issuer';
 export {
   hashAppSecret,
   generateAppSecret,

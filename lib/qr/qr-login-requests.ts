@@ -138,7 +138,7 @@ export class QrLoginRequests {
     authCode: string,
     to: QrLoginTransition,
     userId: string,
-    codeValiditySeconds: number,
+    codeLifetimeSeconds: number,
   ): Promise<QrStoredTransitionResult> {
     if (!isWellFormedToken(authCode)) return { ok: false, reason: 'not_found' };
     const key = QrLoginRequests.recordKey(authCode);
@@ -152,7 +152,7 @@ export class QrLoginRequests {
       if (!(await this.store.compareAndSet(key, raw, JSON.stringify(result.record)))) continue;
       const written = [key];
       if (result.record.status === 'confirmed' && result.record.code) {
-        await this.saveCode(result.record, userId, codeValiditySeconds);
+        await this.saveCode(result.record, userId, codeLifetimeSeconds);
         written.push(QrLoginRequests.codeKey(result.record.code));
       }
       // The phone is told "done" only once the decision would survive a failover (with waitForReplicas).

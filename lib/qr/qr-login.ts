@@ -2,46 +2,14 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { BadRequestError, UnauthorizedError } from '../http/errors';
 import { establishLogin } from '../session/establish-login';
-import { sourceProblem } from '../session/identity';
 import type { LoginUser } from '../session/types';
-import { isLoopbackHost } from './app-registry';
-import { exchangeCode, fetchUserinfo, refreshTokens, type QrProviderClientSettings, type QrUserinfo } from './qr-login-client';
+import { OptionsError } from '../util/options';
+import { exchangeCode, fetchUserinfo, refreshTokens, type QrUserinfo } from './qr-login-client';
+import { resolveQrLoginOptions, type QrLoginOptions, type QrUserProfile } from './qr-login-options';
 import { randomToken } from './qr-login-requests';
 import type { QrLoginSessionState, QrProviderTokens } from './types';
 
-/** Options of {@link qrLogin}. */
-export interface QrLoginOptions {
-  /** The provider's base URL, e.g. `https://idp.example.test` (https; http only for loopback development). */
-  providerUrl: string;
-  /** This app's appid at the provider. */
-  appid: string;
-  /** This app's secret at the provider (at least 32 characters). Sent only to the provider, never logged. */
-  secret: string;
-  /** This app's callback URL, exactly as registered at the provider. */
-  redirectUri: string;
-  /** How the code is exchanged: `POST` (form body, the default) or `GET` with a query, which WeChat itself requires. */
-  exchangeMethod?: 'POST' | 'GET';
-  /**
-   * How the access token travels to `/sns/userinfo`: the `Authorization` header (default, keeps it out of URLs and
-   * logs) or the `access_token` query parameter, which WeChat itself requires.
-   */
-  userinfoTokenIn?: 'header' | 'query';
-  /**
-   * Maps the provider's profile to the user's name, roles and attributes. The identity is always
-   * (`qr:<providerUrl>#<appid>`, openid); map it onto a local account with `ssoSession({ linkAccount })`.
-   * Default: name = nickname, no roles, attributes `{ openid, unionid? }`.
-   */
-  mapUser?: (userinfo: QrUserinfo) => QrUserProfile | Promise<QrUserProfile>;
-  /** How long one provider call may take. Default 5000 ms; then the callback answers 503. */
-  timeoutMs?: number;
-  /** How long a started login stays completable in this browser. Default 600 s (the provider's QR lives ≤ 300 s). */
-  stateLifetimeSeconds?: number;
-  /** How many QR logins one browser may have in flight (tabs); the oldest is dropped beyond. Default 5. */
-  maxPendingLogins?: number;
-}
-
-/** What `mapUser` returns: the profile of the QR identity, never its id. */
-export type QrUserProfile = Pick<LoginUser, 'name' | 'roles' | 'attributes'>;
+export type { QrLoginOptions, QrUserProfile } from './qr-login-options';
 
 /** What {@link qrLogin} returns. */
 export interface QrLoginHandlers {
@@ -51,87 +19,6 @@ export interface QrLoginHandlers {
   callback: RequestHandler;
   /** Renews the provider's access token of this session with its refresh token; resolves to the new access token. */
   refresh(req: Request): Promise<string>;
-}
-
-const KNOWN_OPTIONS = new Set([
-  'providerUrl',
-  'appid',
-  'secret',
-  'redirectUri',
-  'exchangeMethod',
-  'userinfoTokenIn',
-  'mapUser',
-  'timeoutMs',
-  'stateLifetimeSeconds',
-  'maxPendingLogins',
-]);
-
-function fail(message: string): never {
-  throw new TypeError(`qrLogin: ${message}`);
-}
-
-function httpsOrLoopback(name: string, value: unknown): URL {
-  if (typeof value !== 'string') fail(`${name} must be a URL string`);
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    fail(`${name} must be an absolute URL like "https://idp.example.test", got ${JSON.stringify(value)}`);
-  }
-  const loopback = isLoopbackHost(url.hostname);
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback))
-    fail(`${name} must use https (http only for loopback development), got "${value}"`);
-  if (url.hash || url.search) fail(`${name} must have no query or fragment, got "${value}"`);
-  return url;
-}
-
-function validate(options: QrLoginOptions): {
-  settings: QrProviderClientSettings;
-  stateLifetimeMs: number;
-  maxPending: number;
-  redirectUri: string;
-} {
-  if (!options || typeof options !== 'object') fail('options are required: { providerUrl, appid, secret, redirectUri }');
-  for (const key of Object.keys(options)) if (!KNOWN_OPTIONS.has(key)) fail(`unknown option "${key}"`);
-  const provider = httpsOrLoopback('providerUrl', options.providerUrl);
-  httpsOrLoopback('redirectUri', options.redirectUri);
-  if (typeof options.appid !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(options.appid))
-    fail('appid must be the app id registered at the provider');
-  // The provider URL names the identity source of every login (`qr:<providerUrl>#<appid>`).
-  if (sourceProblem(`qr:${provider.href.replace(/\/$/, '')}#${options.appid}`) !== undefined) {
-    fail(
-      `providerUrl must be at most 440 characters without "|" (it names the identity source "qr:<providerUrl>#<appid>"), got "${provider.href}"`,
-    );
-  }
-  if (typeof options.secret !== 'string' || options.secret.length < 32) {
-    fail('secret must be the app secret (at least 32 characters); read it from the environment, e.g. process.env.QR_SECRET');
-  }
-  const exchangeMethod = options.exchangeMethod ?? 'POST';
-  if (exchangeMethod !== 'POST' && exchangeMethod !== 'GET') fail('exchangeMethod must be "POST" or "GET"');
-  const userinfoTokenIn = options.userinfoTokenIn ?? 'header';
-  if (userinfoTokenIn !== 'header' && userinfoTokenIn !== 'query') fail('userinfoTokenIn must be "header" or "query"');
-  if (options.mapUser !== undefined && typeof options.mapUser !== 'function') fail('mapUser must be a function (userinfo) => user');
-  const timeoutMs = options.timeoutMs ?? 5000;
-  if (!Number.isInteger(timeoutMs) || timeoutMs < 100 || timeoutMs > 60_000)
-    fail('timeoutMs must be a whole number of milliseconds from 100 to 60000');
-  const stateLifetimeSeconds = options.stateLifetimeSeconds ?? 600;
-  if (!Number.isInteger(stateLifetimeSeconds) || stateLifetimeSeconds < 60 || stateLifetimeSeconds > 3600)
-    fail('stateLifetimeSeconds must be from 60 to 3600');
-  const maxPending = options.maxPendingLogins ?? 5;
-  if (!Number.isInteger(maxPending) || maxPending < 1 || maxPending > 20) fail('maxPendingLogins must be from 1 to 20');
-  return {
-    settings: {
-      providerUrl: provider.href.replace(/\/$/, ''),
-      appid: options.appid,
-      secret: options.secret,
-      exchangeMethod,
-      userinfoTokenIn,
-      timeoutMs,
-    },
-    stateLifetimeMs: stateLifetimeSeconds * 1000,
-    maxPending,
-    redirectUri: options.redirectUri,
-  };
 }
 
 function digest(value: string): Buffer {
@@ -184,12 +71,11 @@ function saveSession(req: Request): Promise<void> {
 export function qrLogin(options: QrLoginOptions): QrLoginHandlers {
   // eslint-disable-next-line prefer-rest-params
   if (arguments.length === 3 && typeof arguments[2] === 'function') {
-    fail('it is a factory; write app.get("/login/qr", qrLogin({ … }).login), not qrLogin itself');
+    throw new OptionsError('qrLogin: it is a factory; write app.get("/login/qr", qrLogin({ … }).login), not qrLogin itself');
   }
-  const { settings, stateLifetimeMs, maxPending, redirectUri } = validate(options);
-  const mapUser = options.mapUser ?? defaultMapUser();
   // An openid is only unique within one app of one provider, so both name the source.
-  const source = `qr:${settings.providerUrl}#${settings.appid}`;
+  const { settings, stateLifetimeMs, maxPending, redirectUri, source } = resolveQrLoginOptions(options);
+  const mapUser = options.mapUser ?? defaultMapUser();
   const qrconnectBase = `${settings.providerUrl}/sns/oauth2/qrconnect`;
 
   const requireSession = (req: Request, caller: string): void => {

@@ -14,6 +14,9 @@ export function escapeHtml(text: string): string {
 /**
  * The Content-Security-Policy of every provider page: no inline script or style, scripts only from the router's own
  * static file, forms only to itself, never framed (QRLjacking pages embed the victim's QR page in a frame).
+ *
+ * @example
+ * res.set('Content-Security-Policy', QR_PAGE_CSP);
  */
 export const QR_PAGE_CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
@@ -148,6 +151,9 @@ export function renderConfirmationPage(model: ConfirmationPageModel): string {
  * The QR page's script, served as a static file by the router so the page keeps a strict CSP. It follows the
  * request over Server-Sent Events, falls back to polling the status URL, counts down, and on `confirmed` navigates
  * to the redirection URL, which checks the browser binding and redirects to the app.
+ *
+ * @example
+ * router.get('/sns/qr-login/qr-login.js', (_req, res) => res.type('application/javascript').send(QR_PAGE_SCRIPT));
  */
 export const QR_PAGE_SCRIPT = `(function () {
   'use strict';

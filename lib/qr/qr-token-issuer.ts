@@ -1,6 +1,25 @@
 import type { JwtPayload } from 'jsonwebtoken';
 import type { TokenService } from '../tokens/token-service';
+import { checkOptions, OptionsError } from '../util/options';
 import type { QrTokenIssuer } from './provider-ports';
+
+/** Options of {@link qrTokenIssuer}. */
+export interface QrTokenIssuerOptions {
+  /** The provider's `accessTokenLifetimeSeconds`: revocation marks must live at least this long. Default 7200. */
+  accessTokenLifetimeSeconds?: number;
+}
+
+/**
+ * How long the TokenService keeps a grant's revocation mark, and the TokenService option that sets it. The option
+ * is being renamed from `accessTokenTtlSeconds` to `accessTokenLifetimeSeconds`; read whichever this build exposes.
+ */
+function revocationWindow(refreshTokens: object): { seconds: number; option: string } {
+  const exposed = refreshTokens as { accessTokenLifetimeSeconds?: unknown; accessTokenTtlSeconds?: unknown };
+  if (typeof exposed.accessTokenLifetimeSeconds === 'number') {
+    return { seconds: exposed.accessTokenLifetimeSeconds, option: 'accessTokenLifetimeSeconds' };
+  }
+  return { seconds: Number(exposed.accessTokenTtlSeconds), option: 'accessTokenTtlSeconds' };
+}
 
 /**
  * Adapts the kit's `TokenService` (which must have a store, for refresh tokens and revocation) to what
@@ -10,20 +29,28 @@ import type { QrTokenIssuer } from './provider-ports';
  * const tokens = new TokenService({ keys, issuer: 'https://idp.example.test', store, accessTokenTtlSeconds: 7200 });
  * idp.use(qrLoginProvider({ store, apps, users, tokens: qrTokenIssuer(tokens) }));
  */
-export function qrTokenIssuer(service: TokenService, options: { accessTokenLifetimeSeconds?: number } = {}): QrTokenIssuer {
-  if (typeof service === 'function') throw new TypeError('qrTokenIssuer: pass a TokenService instance, not the class');
-  if (!service || typeof service.issueAccessToken !== 'function') throw new TypeError('qrTokenIssuer: service must be a TokenService');
+export function qrTokenIssuer(service: TokenService, options: QrTokenIssuerOptions = {}): QrTokenIssuer {
+  if (typeof service === 'function') throw new OptionsError('qrTokenIssuer: pass a TokenService instance, not the class');
+  if (!service || typeof service.issueAccessToken !== 'function') throw new OptionsError('qrTokenIssuer: service must be a TokenService');
+  checkOptions('qrTokenIssuer', options, {
+    accessTokenLifetimeSeconds: {
+      type: 'integer',
+      expected: "the provider's accessTokenLifetimeSeconds (default 7200)",
+      check: (value: number) => (value < 1 ? `must be a positive whole number of seconds, got ${value}` : undefined),
+    },
+  });
   const refreshTokens = service.refreshTokens;
   if (!refreshTokens) {
-    throw new TypeError(
+    throw new OptionsError(
       'qrTokenIssuer: the TokenService needs a store (new TokenService({ keys, issuer, store })) for refresh tokens and revocation',
     );
   }
-  const lifetime = options.accessTokenLifetimeSeconds ?? 7200;
-  if (refreshTokens.accessTokenTtlSeconds < lifetime) {
+  const lifetime = (options as QrTokenIssuerOptions).accessTokenLifetimeSeconds ?? 7200;
+  const window = revocationWindow(refreshTokens);
+  if (window.seconds < lifetime) {
     // revokeGrant keeps its mark for the service's access-token lifetime; shorter than ours, a revoked token would revive.
-    throw new TypeError(
-      `qrTokenIssuer: create the TokenService with accessTokenTtlSeconds of at least ${lifetime} (QR access tokens live that long), got ${refreshTokens.accessTokenTtlSeconds}`,
+    throw new OptionsError(
+      `qrTokenIssuer: create the TokenService with ${window.option} of at least ${lifetime} (QR access tokens live that long), got ${window.seconds}`,
     );
   }
   return {

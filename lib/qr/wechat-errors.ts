@@ -1,10 +1,13 @@
 import { HttpError } from '../http/errors';
 
 /**
- * The errcodes the provider answers with, WeChat's numbers, and the HTTP status chosen for each (spec §7): 400 for
+ * The errcodes the provider answers with, WeChat's numbers, and the HTTP status chosen for each (RFC 9110 §15): 400 for
  * a bad or spent parameter, 401 for a missing/wrong credential or token, 404 for a user that no longer exists,
  * 429 for rate limits, 503 for an outage. With `wechatCompatibleStatus` every one of them but the outage is sent
  * with HTTP 200, as WeChat does.
+ *
+ * @example
+ * res.status(WECHAT_ERRORS.code_used.status).json({ errcode: 40163, errmsg: WECHAT_ERRORS.code_used.errmsg });
  */
 export const WECHAT_ERRORS = {
   system_busy: { errcode: -1, errmsg: 'system error, please retry later', status: 503 },

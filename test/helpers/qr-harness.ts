@@ -21,7 +21,15 @@ export function loadJose(): Promise<Jose> {
 
 /** The HS256 secret the test "phone app" tokens are signed with (minted by jose, verified by requireBearer). */
 const PHONE_SECRET = Buffer.from('qr-harness-phone-app-secret-of-32+bytes!!', 'utf8');
-const PHONE_ISSUER = 'https://idp.example.test';
+export const PHONE_ISSUER = 'https://idp.example.test';
+
+/**
+ * The phone app's authentication as `requireBearer` checks it: HS256 tokens of `issuers` for the audience
+ * `phone-app`. A gateway that also accepts a partner's tokens passes both issuers.
+ */
+export function phoneAppBearer(issuers: string | string[] = PHONE_ISSUER) {
+  return requireBearer({ secret: PHONE_SECRET, algorithms: ['HS256'], issuer: issuers, audience: 'phone-app' });
+}
 
 export const SHOP_REDIRECT = 'https://shop.example.test/callback/qr';
 export const ADMIN_REDIRECT = 'https://admin.example.test/callback/qr';
@@ -41,6 +49,14 @@ export const USERS: Record<string, QrDirectoryUser> = {
   },
   bob: { id: 'bob', name: 'Bob', attributes: { city: 'Lyon', country: 'FR' } },
 };
+
+/**
+ * The provider's TokenService: keys, the issuer, a store, and access tokens that live as long as QR access tokens
+ * (7200 s), so revocation marks outlive them. The one place the QR tests name the TokenService's lifetime option.
+ */
+export function qrTokenService(store: KeyValueStore, keys: KeySet = KeySet.generate('ES256'), issuer = PHONE_ISSUER): TokenService {
+  return new TokenService({ keys, issuer, store, accessTokenTtlSeconds: 7200 });
+}
 
 /** A QR-login provider on listen(0) with real Redis, a real TokenService and requireBearer for the phone app. */
 export interface ProviderHarness {
@@ -62,7 +78,7 @@ export async function startProvider(
   const keys = shared?.keys ?? KeySet.generate('ES256');
   const shopSecret = shared?.shopSecret ?? generateAppSecret();
   const adminSecret = shared?.adminSecret ?? generateAppSecret();
-  const tokenService = new TokenService({ keys, issuer: PHONE_ISSUER, store, accessTokenTtlSeconds: 7200 });
+  const tokenService = qrTokenService(store, keys);
   const app = express();
   app.use(session({ secret: 'qr-harness-session-secret', resave: false, saveUninitialized: false, name: 'idp.sid' }));
   // What ssoSession does for a live session: its user becomes req.user, the only user the provider reads.
@@ -94,7 +110,8 @@ export async function startProvider(
       ],
       users: { findById: async (id) => USERS[id] ?? null },
       tokens: qrTokenIssuer(tokenService),
-      authenticateApp: requireBearer({ secret: PHONE_SECRET, algorithms: ['HS256'], issuer: PHONE_ISSUER, audience: 'phone-app' }),
+      authenticateApp: phoneAppBearer(),
+      appTokenIssuer: PHONE_ISSUER,
       ...overrides,
     }),
   );
@@ -121,12 +138,12 @@ export async function startProvider(
   };
 }
 
-/** A Bearer token of the phone app for `userId`, minted with jose. */
-export async function phoneToken(userId: string): Promise<string> {
+/** A Bearer token of the phone app for `userId` (issued by `issuer`, the phone app's own by default), minted with jose. */
+export async function phoneToken(userId: string, issuer = PHONE_ISSUER): Promise<string> {
   const { SignJWT } = await loadJose();
   return new SignJWT({})
     .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
-    .setIssuer(PHONE_ISSUER)
+    .setIssuer(issuer)
     .setAudience('phone-app')
     .setSubject(userId)
     .setIssuedAt()

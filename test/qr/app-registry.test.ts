@@ -30,7 +30,7 @@ describe('hashAppSecret and verifyAppSecret', () => {
 
 describe('buildAppRegistry', () => {
   it('refuses a secret given where its hash belongs', () => {
-    expect(() => buildAppRegistry([{ ...app, secretHash: secret }])).toThrow(/secretHash made by hashAppSecret/);
+    expect(() => buildAppRegistry([{ ...app, secretHash: secret }])).toThrow(/secretHash must be made by hashAppSecret/);
   });
 
   it('refuses redirect URIs that are not absolute https URLs', () => {

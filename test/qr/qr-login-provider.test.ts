@@ -14,8 +14,9 @@ import {
   type ProviderHarness,
 } from '../helpers/qr-harness';
 import { RedisStore } from '../../lib/store';
-import { testRedisClient, testRedisStore } from '../helpers/redis';
+import { keysByPrefix, testRedisClient, testRedisStore } from '../helpers/redis';
 import { burst } from '../helpers/parallel-http';
+import { startSsoWiredProvider } from '../helpers/qr-sso-provider';
 import { openEventStream, statusIs } from '../helpers/sse-client';
 
 let redis: Awaited<ReturnType<typeof testRedisStore>>;
@@ -52,18 +53,18 @@ describe('qrLoginProvider options', () => {
   });
 
   it('refuses a QR validity outside 120-300 seconds', () => {
-    expect(() => qrLoginProvider({ ...base(), qrValiditySeconds: 60 })).toThrow(TypeError);
-    expect(() => qrLoginProvider({ ...base(), qrValiditySeconds: 301 })).toThrow(
-      /qrValiditySeconds must be a whole number of seconds from 120 to 300/,
+    expect(() => qrLoginProvider({ ...base(), qrLifetimeSeconds: 60 })).toThrow(TypeError);
+    expect(() => qrLoginProvider({ ...base(), qrLifetimeSeconds: 301 })).toThrow(
+      /qrLifetimeSeconds must be a whole number of seconds from 120 to 300/,
     );
-    expect(() => qrLoginProvider({ ...base(), qrValiditySeconds: 300 })).not.toThrow();
+    expect(() => qrLoginProvider({ ...base(), qrLifetimeSeconds: 300 })).not.toThrow();
   });
 
   it('refuses the test-only validity when NODE_ENV is production', () => {
     const previous = process.env.NODE_ENV;
     process.env.NODE_ENV = 'production';
     try {
-      expect(() => qrLoginProvider({ ...base(), testOnlyQrValiditySeconds: 2 })).toThrow(/refused when NODE_ENV=production/);
+      expect(() => qrLoginProvider({ ...base(), testOnlyQrLifetimeSeconds: 2 })).toThrow(/refused when NODE_ENV=production/);
     } finally {
       process.env.NODE_ENV = previous;
     }
@@ -150,6 +151,56 @@ describe('GET /sns/oauth2/qrconnect', () => {
     expect(Object.keys(res.body).sort()).toEqual(['events_url', 'expires_in', 'qr_url', 'redirection_url', 'status_url']);
     expect(res.body.expires_in).toBe(180);
     expect(res.body.qr_url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/sns\/qr-logins\/[A-Za-z0-9_-]{32}\/confirmation$/);
+  });
+
+  it('answers HEAD as GET would, but creates no login request, no cookie and no rate-limit count', async () => {
+    const fresh = await testRedisStore('qr-head');
+    // Rate limits on, so a counted HEAD would leave a counter in the store too.
+    const provider = await startProvider(fresh.store);
+    try {
+      const html = await request(provider.url)
+        .head(`/sns/oauth2/qrconnect?${qrconnectQuery({ format: 'html' })}`)
+        .set('Accept', 'text/html');
+      expect(html.status).toBe(200);
+      expect(html.headers['content-type']).toMatch(/^text\/html/);
+      expect(html.headers['cache-control']).toBe('no-store');
+      const json = await request(provider.url).head(`/sns/oauth2/qrconnect?${qrconnectQuery()}`);
+      expect(json.status).toBe(200);
+      expect(json.headers['content-type']).toMatch(/^application\/json/);
+      const bad = await request(provider.url).head(`/sns/oauth2/qrconnect?${qrconnectQuery({ redirect_uri: 'https://evil.example/cb' })}`);
+      expect(bad.status).toBe(400);
+      for (const res of [html, json, bad]) {
+        expect(res.headers['set-cookie']).toBeUndefined();
+        expect(res.headers.location).toBeUndefined();
+      }
+      expect(await keysByPrefix(fresh.client, fresh.prefix)).toEqual([]);
+      // The same request as GET does create the login request (and counts against the limit).
+      expect((await request(provider.url).get(`/sns/oauth2/qrconnect?${qrconnectQuery()}`)).status).toBe(201);
+      expect((await keysByPrefix(fresh.client, fresh.prefix)).length).toBeGreaterThan(0);
+    } finally {
+      await provider.close();
+      await fresh.cleanup();
+    }
+  });
+
+  it('puts the request origin in the QR URL without publicUrl, honouring X-Forwarded-Host only from a trusted proxy', async () => {
+    // No `trust proxy` on the harness: a forged X-Forwarded-Host must not move the QR code to another site.
+    const direct = await request(idp.url)
+      .get(`/sns/oauth2/qrconnect?${qrconnectQuery()}`)
+      .set('X-Forwarded-Host', 'evil.example')
+      .set('X-Forwarded-Proto', 'https');
+    expect(direct.body.qr_url).toMatch(new RegExp(`^${idp.url}/sns/qr-logins/`));
+    const behindProxy = await startSsoWiredProvider(redis.store, { publicUrl: undefined });
+    try {
+      const viaProxy = await behindProxy
+        .call('get', `/sns/oauth2/qrconnect?${qrconnectQuery()}`)
+        .set('X-Forwarded-Host', 'login.example.test');
+      expect(viaProxy.body.qr_url).toMatch(/^https:\/\/login\.example\.test\/sns\/qr-logins\//);
+      const hostOnly = await behindProxy.call('get', `/sns/oauth2/qrconnect?${qrconnectQuery()}`);
+      expect(hostOnly.body.qr_url).toMatch(/^https:\/\/idp\.example\.test\/sns\/qr-logins\//);
+    } finally {
+      await behindProxy.close();
+    }
   });
 
   it('mints auth_codes of at least 128 random bits, different every time', async () => {
@@ -300,6 +351,25 @@ describe('the browser side: status, events and redirection', () => {
     expect(again.headers.get('location')).toBeNull();
   });
 
+  it('answers HEAD on the redirection with 405 and leaves the redirect to be collected', async () => {
+    const login = await createLogin(idp.url);
+    await patchStatus(idp.url, login.authCode, 'scanned', 'alice');
+    await patchStatus(idp.url, login.authCode, 'confirmed', 'alice');
+    const head = await request(idp.url).head(`/sns/qr-logins/${login.authCode}/redirection`).set('Cookie', login.binding);
+    expect(head.status).toBe(405);
+    expect(head.headers.allow).toBe('GET, OPTIONS');
+    expect(head.headers.location).toBeUndefined();
+    expect((await fetch(login.redirectionUrl, { headers: { cookie: login.binding }, redirect: 'manual' })).status).toBe(302);
+  });
+
+  it('answers HEAD on the events with the stream headers and ends at once, without subscribing', async () => {
+    const login = await createLogin(idp.url);
+    const head = await request(idp.url).head(`/sns/qr-logins/${login.authCode}/events`).set('Cookie', login.binding);
+    expect(head.status).toBe(200);
+    expect(head.headers['content-type']).toMatch(/^text\/event-stream/);
+    expect((await request(idp.url).head(`/sns/qr-logins/${login.authCode}/events`)).status).toBe(403);
+  });
+
   it('does not let another browser (without the binding cookie) collect the redirect', async () => {
     const login = await createLogin(idp.url);
     await patchStatus(idp.url, login.authCode, 'scanned', 'alice');
@@ -367,7 +437,7 @@ describe('the browser side: status, events and redirection', () => {
 describe('expiry', () => {
   let shortIdp: ProviderHarness;
   beforeAll(async () => {
-    shortIdp = await startProvider(redis.store, { rateLimits: false, testOnlyQrValiditySeconds: 2 });
+    shortIdp = await startProvider(redis.store, { rateLimits: false, testOnlyQrLifetimeSeconds: 2 });
   });
   afterAll(() => shortIdp.close());
 

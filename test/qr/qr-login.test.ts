@@ -103,7 +103,7 @@ async function throughProvider(provider: ProviderHarness, qrconnectUrl: string, 
 describe('qrLogin options', () => {
   it('refuses a missing or short secret, an http provider outside loopback, unknown options', () => {
     const base = { providerUrl: 'https://idp.example.test', appid: 'shop', secret: 'x'.repeat(32), redirectUri: SHOP_REDIRECT };
-    expect(() => qrLogin({ ...base, secret: undefined as never })).toThrow(/secret must be the app secret/);
+    expect(() => qrLogin({ ...base, secret: undefined as never })).toThrow(/secret is required \(the app secret/);
     expect(() => qrLogin({ ...base, secret: 'short' })).toThrow(/at least 32 characters/);
     expect(() => qrLogin({ ...base, providerUrl: 'http://idp.example.test' })).toThrow(/must use https/);
     expect(() => qrLogin({ ...base, exchangeMethod: 'PUT' as never })).toThrow(/exchangeMethod/);
@@ -280,7 +280,7 @@ describe('full QR login: relying app ↔ provider over real HTTP and Redis', () 
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', () => resolve()));
     const port = (silent.address() as { port: number }).port;
     try {
-      const app = relyingApp({ providerUrl: `http://127.0.0.1:${port}`, secret: idp.shopSecret, timeoutMs: 300 });
+      const app = relyingApp({ providerUrl: `http://127.0.0.1:${port}`, secret: idp.shopSecret, timeoutSeconds: 0.3 });
       const user = browser(app);
       const start = await user.get('/login/qr');
       const state = new URL(start.headers.location as string).searchParams.get('state')!;

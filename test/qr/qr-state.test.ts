@@ -47,6 +47,14 @@ describe('applyTransition', () => {
     expect(result).toEqual({ ok: true, record: expect.objectContaining({ status: 'scanned', scannedBy: 'alice', scannedAt: NOW + 1 }) });
   });
 
+  it('refuses a second scan, by another phone or the same one, and keeps the first scanner', () => {
+    const scanned = record({ status: 'scanned', scannedBy: 'alice', scannedAt: NOW });
+    for (const user of ['mallory', 'alice']) {
+      expect(applyTransition(scanned, 'scanned', user, NOW + 1)).toEqual({ ok: false, reason: 'illegal_transition', status: 'scanned' });
+    }
+    expect(applyTransition(scanned, 'confirmed', 'alice', NOW + 2, mint)).toMatchObject({ ok: true, record: { status: 'confirmed' } });
+  });
+
   it('lets only the scanning user confirm, and mints the code at confirmation', () => {
     const scanned = record({ status: 'scanned', scannedBy: 'alice' });
     expect(applyTransition(scanned, 'confirmed', 'mallory', NOW, mint)).toEqual({ ok: false, reason: 'not_scanner', status: 'scanned' });

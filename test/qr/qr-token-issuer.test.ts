@@ -17,7 +17,8 @@ describe('qrTokenIssuer', () => {
 
   it('refuses a TokenService whose revocation marks would expire before the QR access tokens', () => {
     expect(() => qrTokenIssuer(new TokenService({ keys, issuer: 'https://idp.example.test', store }))).toThrow(
-      /accessTokenTtlSeconds of at least 7200/,
+      // The TokenService option is being renamed accessTokenTtlSeconds → accessTokenLifetimeSeconds; the message names the one it has.
+      /accessToken(Ttl|Lifetime)Seconds of at least 7200/,
     );
   });
 

@@ -107,6 +107,24 @@ describe('POST /sns/oauth2/access_token', () => {
     expect(get.headers['cache-control']).toBe('no-store');
   });
 
+  it('answers HEAD on the GET token endpoints with 405, so a HEAD neither redeems a code nor rotates a refresh token', async () => {
+    const code = await freshCode();
+    const query = { appid: 'shop', secret: idp.shopSecret, code, grant_type: 'authorization_code' };
+    const head = await request(idp.url).head('/sns/oauth2/access_token').query(query);
+    expect(head.status).toBe(405);
+    expect(head.headers.allow).toBe('GET, POST, OPTIONS');
+    const tokens = await request(idp.url).get('/sns/oauth2/access_token').query(query);
+    expect(tokens.status).toBe(200);
+    const refresh = {
+      appid: 'shop',
+      secret: idp.shopSecret,
+      grant_type: 'refresh_token',
+      refresh_token: tokens.body.refresh_token as string,
+    };
+    expect((await request(idp.url).head('/sns/oauth2/refresh_token').query(refresh)).status).toBe(405);
+    expect((await request(idp.url).get('/sns/oauth2/refresh_token').query(refresh)).status).toBe(200);
+  });
+
   it.each([
     ['a wrong secret', { secret: 'x'.repeat(32) }, 401, 40125],
     ['an unknown appid', { appid: 'nope' }, 401, 40013],
@@ -211,17 +229,45 @@ describe('GET /sns/userinfo', () => {
     expect(res.body).toEqual({ errcode: 40003, errmsg: 'invalid openid' });
   });
 
-  it('refuses a missing token (41001, 401 with a Bearer challenge), a missing openid (41009) and two tokens at once', async () => {
+  it('refuses a missing token (41001, 401 with a Bearer challenge) and a missing openid (41009)', async () => {
     const missing = await request(idp.url).get('/sns/userinfo').query({ openid: tokens.openid });
     expect(missing.status).toBe(401);
     expect(missing.body.errcode).toBe(41001);
     expect(missing.headers['www-authenticate']).toMatch(/^Bearer/);
     expect((await request(idp.url).get('/sns/userinfo').query({ access_token: tokens.access_token })).body.errcode).toBe(41009);
+  });
+
+  it('accepts the same token in the header and the query, as grant’s wechat provider sends it', async () => {
     const both = await request(idp.url)
       .get('/sns/userinfo')
       .query({ access_token: tokens.access_token, openid: tokens.openid })
       .set('Authorization', `Bearer ${tokens.access_token}`);
-    expect(both.status).toBe(401);
+    expect(both.status).toBe(200);
+    expect(both.body.openid).toBe(tokens.openid);
+  });
+
+  it('refuses two different tokens in the header and the query (40014), even when both are valid', async () => {
+    const other = (await exchange(idp.url, { appid: 'shop', secret: idp.shopSecret, code: await freshCode() })).body;
+    expect(other.openid).toBe(tokens.openid);
+    const res = await request(idp.url)
+      .get('/sns/userinfo')
+      .query({ access_token: other.access_token as string, openid: tokens.openid })
+      .set('Authorization', `Bearer ${tokens.access_token}`);
+    expect(res.status).toBe(401);
+    expect(res.body).toEqual({ errcode: 40014, errmsg: 'invalid access_token' });
+    expect(res.headers['www-authenticate']).toMatch(/^Bearer/);
+  });
+
+  it('refuses the access_token query parameter given twice (40014)', async () => {
+    const res = await request(idp.url).get(
+      `/sns/userinfo?${new URLSearchParams([
+        ['access_token', tokens.access_token],
+        ['access_token', tokens.access_token],
+        ['openid', tokens.openid],
+      ])}`,
+    );
+    expect(res.status).toBe(401);
+    expect(res.body.errcode).toBe(40014);
   });
 
   it('refuses an expired token with 42001 and a forged one with 40014', async () => {
