@@ -64,7 +64,7 @@ describe('logout with a real provider', () => {
       const hint = target.searchParams.get('id_token_hint')!;
       const jose = await loadJose();
       expect(jose.decodeJwt(hint)).toMatchObject({ iss: idp.issuer, aud: 'shop', sub: 'alice' });
-      expect(ua.cookies.find((cookie) => cookie.name === 'sso.sid')).toBeUndefined();
+      expect(ua.cookies.find((cookie) => cookie.name === '__Secure-sso.sid')).toBeUndefined();
       expect(await loggedOutEverywhere(ua)).toBe(true);
     });
 
