@@ -24,7 +24,7 @@ export interface OriginFacts {
 }
 
 /** Why {@link checkRequestOrigin} refused, or `undefined` when the request may proceed. */
-export type OriginRefusal = 'cross-site' | 'no-host' | 'opaque-origin' | 'origin-not-allowed' | 'referer-not-allowed' | 'no-origin';
+export type OriginRefusal = 'cross-site' | 'no-host' | 'origin-not-allowed' | 'referer-not-allowed' | 'no-origin';
 
 const SAFE_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
 const debug = debugChannel('csrf');
@@ -66,7 +66,7 @@ export function checkRequestOrigin(facts: OriginFacts, allowed: ReadonlySet<stri
   if (facts.secFetchSite !== undefined && facts.secFetchSite.includes('cross-site')) return 'cross-site';
   if (facts.ownOrigin === undefined) return 'no-host';
   if (facts.origin !== undefined) {
-    if (facts.origin === 'null') return 'opaque-origin';
+    // `null` never equals an origin: compileAllowedOrigins accepts only tuple origins.
     return facts.origin === facts.ownOrigin || allowed.has(facts.origin) ? undefined : 'origin-not-allowed';
   }
   if (facts.referer !== undefined) {
@@ -132,7 +132,6 @@ export function originFactsOf(req: Request): OriginFacts {
 const DETAILS: Record<OriginRefusal, string> = {
   'cross-site': 'The browser reports this request as cross-site; state-changing requests must come from this site.',
   'no-host': 'The request names no usable Host, so its origin cannot be checked.',
-  'opaque-origin': 'The page that sent this request has an opaque origin (Origin: null); it may not change data here.',
   'origin-not-allowed': 'The page that sent this request is not allowed to change data here.',
   'referer-not-allowed': 'The page that sent this request is not allowed to change data here.',
   'no-origin': 'A state-changing request must carry an Origin or Referer header.',

@@ -45,8 +45,8 @@ describe('checkRequestOrigin', () => {
   });
 
   it('refuses Origin: null (sandboxed frames, data: URLs)', () => {
-    expect(checkRequestOrigin(facts({ origin: 'null' }), siblings)).toBe('opaque-origin');
-    expect(checkRequestOrigin(facts({ origin: 'null', referer: 'https://shop.example.test/' }), siblings)).toBe('opaque-origin');
+    expect(checkRequestOrigin(facts({ origin: 'null' }), siblings)).toBe('origin-not-allowed');
+    expect(checkRequestOrigin(facts({ origin: 'null', referer: 'https://shop.example.test/' }), siblings)).toBe('origin-not-allowed');
   });
 
   it('refuses the same host on another scheme or port', () => {
