@@ -13,8 +13,7 @@ import {
   KeySet,
   loginPortal,
   logoutEverywhere,
-  oidcLogout,
-  oidcProvider,
+  oidc,
   qrLoginProvider,
   qrTokenIssuer,
   requireBasic,
@@ -100,17 +99,19 @@ function shopApp(sessions: SsoSessionMiddleware, changes: string[]): Express {
   return app;
 }
 
-/** The central login page: the portal (login, logout, revocation) and RP-initiated OpenID Connect logout. */
+/** The central login page: the portal (login, logout, revocation) and an OpenID provider's routes (`oidc()`). */
 async function authApp(sessions: SsoSessionMiddleware, store: KeyValueStore): Promise<Express> {
   const users = fileUserDirectory([
     { id: 'alice', username: 'alice', name: 'Alice', roles: ['editor'], passwordHash: await hashPassword(PASSWORD, { N: 1024 }) },
   ]);
   // Explicit endpoints: logout only redirects to the provider, which these tests never need to reach.
-  const corp = oidcProvider({
+  const corp = oidc({
+    name: 'corp',
     issuer: 'https://corp-idp.example.net',
     clientId: 'shop',
     clientSecret: 'corp-client-secret-0123456789abcdef',
-    redirectUri: `https://${HOSTS.auth}/callback/corp`,
+    baseUrl: `https://${HOSTS.auth}`,
+    store,
     endpoints: {
       authorization: 'https://corp-idp.example.net/authorize',
       token: 'https://corp-idp.example.net/token',
@@ -122,7 +123,7 @@ async function authApp(sessions: SsoSessionMiddleware, store: KeyValueStore): Pr
   app.set('trust proxy', 'loopback');
   app.use(sessions);
   app.use(loginPortal({ users, store }));
-  app.post('/logout/corp', oidcLogout(corp));
+  app.use(corp); // GET /login/corp, GET /callback/corp, POST /logout/corp, POST /backchannel-logout/corp
   app.use(errorHandler({ log: false }));
   return app;
 }
