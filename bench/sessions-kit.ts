@@ -27,7 +27,7 @@ export function kitSessionCases(): BenchCase<SessionFixtures>[] {
           },
         };
       },
-      requests: async (url) => cookieRequests(await collectCookies(url, DISTINCT_SESSIONS, 'sso.sid')),
+      requests: async (url) => cookieRequests(await collectCookies(url, DISTINCT_SESSIONS, '__Secure-sso.sid')),
     },
   ];
 }

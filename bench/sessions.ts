@@ -20,7 +20,7 @@ export interface SessionFixtures {
  * Logs `count` users in through `POST /login/:id` and returns one `Cookie` header value per user.
  *
  * @example
- * const cookies = await collectCookies(server.url, 100, 'sso.sid');
+ * const cookies = await collectCookies(server.url, 100, '__Secure-sso.sid');
  */
 export async function collectCookies(url: string, count: number, cookieName: string): Promise<string[]> {
   const cookies: string[] = [];

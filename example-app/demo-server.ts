@@ -10,7 +10,7 @@ import { fileUserDirectory, LoginThrottle, loginPortal, type UserDirectory } fro
 import { generateAppSecret, hashAppSecret, qrLogin, qrLoginProvider, qrTokenIssuer } from '../lib/qr';
 import { createPolicy, requirePermission } from '../lib/rbac';
 import { corsPreflight } from '../lib/cors';
-import { csrfGuard, logout, requireSession, ssoSession } from '../lib/session';
+import { csrfGuard, logout, requireSession, ssoSession, type SsoSessionOptions } from '../lib/session';
 import { validateCookieDomain } from '../lib/session/cookie-domain';
 import { MemoryStore, RedisStore, type KeyValueStore } from '../lib/store';
 import { KeySet, requireBearer, TokenService, type SigningKey } from '../lib/tokens';
@@ -161,13 +161,12 @@ export async function startDemo(options: DemoOptions = {}): Promise<RunningDemo>
     // One directory, one source: the portal logs its users in as this source and the QR provider accepts only it.
     const users: UserDirectory = { ...fileUserDirectory(await demoUserRecords()), source: DEMO_DIRECTORY_SOURCE };
     const demoIdpSource = `oidc:${origin('idp')}`;
-    const sessions = ssoSession({
+    const sessionOptions: SsoSessionOptions = {
       store,
       cookieDomain: domain,
       secret: randomBytes(48).toString('base64url'),
       loginUrl: `${origin('auth')}/login`,
-      secureCookie: secure,
-      allowInsecureCookieForLocalDevelopment: !secure,
+      ...(secure ? {} : { allowInsecureLocalDevelopment: true }),
       allowedRedirectPorts: portSuffix ? [publicPort] : [],
       defaultRedirectUrl: `${origin('shop')}/`,
       // The one explicit place where two identity sources become one account: the demo identity provider signs in
@@ -179,7 +178,8 @@ export async function startDemo(options: DemoOptions = {}): Promise<RunningDemo>
         if (!account) return null;
         return { source: DEMO_DIRECTORY_SOURCE, subject: account.id, name: account.name, roles: [...account.roles] };
       },
-    });
+    };
+    const sessions = ssoSession(sessionOptions);
     const trustProxy = 'loopback, linklocal, uniquelocal';
 
     const tokenKeys = KeySet.generate('RS256', 'demo-api-1');
@@ -371,12 +371,14 @@ export async function startDemo(options: DemoOptions = {}): Promise<RunningDemo>
 
     // --- api: the notes collection, for the apps' pages (cookie) and for API clients (Bearer) ---
     const bearer = requireBearer({ keys: tokenKeys, algorithms: ['RS256'], issuer: origin('idp'), audience: origin('api') });
-    const sessionForApi = requireSession({ csrf: { allowedOrigins: [origin('shop'), origin('admin'), origin('auth')] } });
+    // The api alone takes state-changing calls from its sibling apps' pages, so only its session lists them.
+    const apiSessions = ssoSession({ ...sessionOptions, csrf: { allowedOrigins: [origin('shop'), origin('admin'), origin('auth')] } });
+    const sessionForApi = requireSession();
     const api = express();
     api.set('trust proxy', trustProxy);
     api.use(securityHeaders());
     api.use(corsPreflight({ origins: [siblings], credentials: true, maxAgeSeconds: 600 }));
-    api.use(sessions);
+    api.use(apiSessions);
     api.use(
       notesApi({
         authenticate: function authenticateApi(req: Request, res: Response, next: NextFunction) {

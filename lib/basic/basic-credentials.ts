@@ -1,5 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { parsePasswordHash, verifyPasswordHash, type ParsedPasswordHash } from '../util/password-hash';
+import { checkOptions, OptionsError, type OptionSchema } from '../util/options';
 
 /** The user a Basic verifier accepts; `requireBasic` turns it into `req.user` with method `basic`. */
 export interface BasicUser {
@@ -33,7 +34,20 @@ interface CompiledEntry {
 }
 
 const HASH_PREFIX = 'scrypt$';
-const ENTRY_KEYS = new Set(['password', 'passwordHash', 'name', 'roles']);
+const ENTRY_SCHEMA: OptionSchema = {
+  password: {
+    type: 'string',
+    check: (value: string) =>
+      value === ''
+        ? 'must be a non-empty string'
+        : value.startsWith(HASH_PREFIX)
+          ? 'looks like an scrypt hash; pass it as passwordHash'
+          : undefined,
+  },
+  passwordHash: { type: 'string', expected: 'an scrypt hash "scrypt$N$r$p$salt$hash" made by hashPassword' },
+  name: { type: 'string' },
+  roles: { type: 'string[]', expected: 'an array of role names' },
+};
 // eslint-disable-next-line no-control-regex
 const BAD_USER_ID = /[:\u0000-\u001f\u007f]/;
 
@@ -54,38 +68,17 @@ export function constantTimeEqual(presented: string, expected: string): boolean 
 
 function compileEntry(username: string, entry: unknown): CompiledEntry {
   if (username === '' || BAD_USER_ID.test(username)) {
-    throw new TypeError(
+    throw new OptionsError(
       `basicCredentials: user-id ${JSON.stringify(username)} must be non-empty, without ":" or control characters (RFC 7617)`,
     );
   }
   const spec = typeof entry === 'string' ? (entry.startsWith(HASH_PREFIX) ? { passwordHash: entry } : { password: entry }) : entry;
-  if (spec === null || typeof spec !== 'object' || Array.isArray(spec)) {
-    throw new TypeError(
-      `basicCredentials: the entry of "${username}" must be a password, a "scrypt$…" hash or { password | passwordHash, name?, roles? }`,
-    );
-  }
-  const { password, passwordHash, name, roles } = spec as { password?: unknown; passwordHash?: unknown; name?: unknown; roles?: unknown };
-  for (const key of Object.keys(spec)) {
-    if (!ENTRY_KEYS.has(key)) throw new TypeError(`basicCredentials: the entry of "${username}" has an unknown option "${key}"`);
-  }
-  if ((password === undefined) === (passwordHash === undefined)) {
-    throw new TypeError(`basicCredentials: the entry of "${username}" needs exactly one of password or passwordHash`);
-  }
-  if (name !== undefined && typeof name !== 'string') throw new TypeError(`basicCredentials: the name of "${username}" must be a string`);
-  if (roles !== undefined && (!Array.isArray(roles) || roles.some((role) => typeof role !== 'string'))) {
-    throw new TypeError(`basicCredentials: the roles of "${username}" must be an array of role names`);
-  }
-  const user: BasicUser = { id: username, name: name ?? username, roles: [...((roles as string[] | undefined) ?? [])] };
-  if (passwordHash !== undefined) {
-    if (typeof passwordHash !== 'string') throw new TypeError(`basicCredentials: the passwordHash of "${username}" must be a string`);
-    return { user, hash: parsePasswordHash(passwordHash) };
-  }
-  if (typeof password !== 'string' || password === '')
-    throw new TypeError(`basicCredentials: the password of "${username}" must be a non-empty string`);
-  if (password.startsWith(HASH_PREFIX)) {
-    throw new TypeError(`basicCredentials: the password of "${username}" looks like an scrypt hash; pass it as passwordHash`);
-  }
-  return { user, plain: password.normalize('NFC') };
+  // Each entry follows the kit's one options rule: unknown keys (with "did you mean"), types, exactly one secret.
+  checkOptions(`basicCredentials: the entry of "${username}"`, spec, ENTRY_SCHEMA, { exactlyOne: [['password', 'passwordHash']] });
+  const { password, passwordHash, name, roles } = spec as { password?: string; passwordHash?: string; name?: string; roles?: string[] };
+  const user: BasicUser = { id: username, name: name ?? username, roles: [...(roles ?? [])] };
+  if (passwordHash !== undefined) return { user, hash: parsePasswordHash(passwordHash) };
+  return { user, plain: (password as string).normalize('NFC') };
 }
 
 /**
@@ -102,11 +95,11 @@ function compileEntry(username: string, entry: unknown): CompiledEntry {
  */
 export function basicCredentials(users: Readonly<Record<string, BasicCredentialEntry>>): BasicVerifier {
   if (users === null || typeof users !== 'object' || Array.isArray(users)) {
-    throw new TypeError("basicCredentials: pass a table of users, e.g. { alice: { passwordHash: 'scrypt$…' } }");
+    throw new OptionsError("basicCredentials: pass a table of users, e.g. { alice: { passwordHash: 'scrypt$…' } }");
   }
   const table = new Map<string, CompiledEntry>();
   for (const [username, entry] of Object.entries(users)) table.set(username, compileEntry(username, entry));
-  if (table.size === 0) throw new TypeError('basicCredentials: the table of users is empty; nobody could log in');
+  if (table.size === 0) throw new OptionsError('basicCredentials: the table of users is empty; nobody could log in');
 
   const firstHash = [...table.values()].find((entry) => entry.hash)?.hash;
   // Decoys with the same shape as real entries, used when the user is unknown or has the other entry kind.

@@ -1,8 +1,12 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { BadRequestError, ForbiddenError, ServiceUnavailableError, UnauthorizedError } from '../http/errors';
+import { checkRequestOrigin, compileAllowedOrigins, csrfError, isSafeMethod, originFactsOf } from '../session/csrf-guard';
 import { identityId, sourceProblem } from '../session/identity';
+import { refuseRenamedOptions } from '../session/renamed-options';
 import type { SessionUser } from '../session/types';
 import { StoreUnavailableError } from '../store/port';
+import { debugChannel } from '../util/debug';
+import { checkOptions, refuseInProduction } from '../util/options';
 import type { BasicUser, BasicVerifier } from './basic-credentials';
 import { parseBasicAuthorization } from './basic-header';
 
@@ -17,18 +21,38 @@ export interface RequireBasicOptions {
   /**
    * Accept credentials on plain-HTTP requests. Only for tests and local development: Basic sends the password in
    * clear. Default false, so a request that is not `req.secure` (mind `app.set('trust proxy', …)` behind a
-   * TLS-terminating proxy) is refused with 403 `https_required`. Setting it logs a warning once.
+   * TLS-terminating proxy) is refused with 403 `https_required`. Refused when `NODE_ENV=production`; warns once.
    */
-  allowInsecureHttp?: boolean;
+  allowInsecureLocalDevelopment?: boolean;
+  /**
+   * Exact origins besides the request's own whose pages may send state-changing requests carrying Basic
+   * credentials. Browsers attach remembered Basic credentials to every request to the site, like a cookie, so a
+   * browser's request from another origin is refused (403 `csrf_origin`). Default none.
+   */
+  allowedOrigins?: readonly string[];
 }
 
-const OPTION_KEYS = new Set(['verify', 'realm', 'source', 'allowInsecureHttp']);
 const REALM = /^[\x20-\x7e]+$/;
 // eslint-disable-next-line no-control-regex
 const BAD_USER_ID = /[\u0000-\u001f\u007f]/;
+const debug = debugChannel('basic');
+let insecureWarningShown = false;
 
-function looksLikeRequest(value: unknown): boolean {
-  return typeof value === 'object' && value !== null && 'headers' in value && 'method' in value;
+/**
+ * A browser marks its requests with `Origin`, `Referer` or Fetch Metadata (`Sec-Fetch-*`); curl and servers send
+ * none of them. Only a browser attaches remembered Basic credentials on its own, so only a browser can be made to
+ * send them by another page.
+ */
+function isBrowserRequest(req: Request): boolean {
+  const headers = req.headers;
+  return (
+    headers.origin !== undefined ||
+    headers.referer !== undefined ||
+    headers['sec-fetch-site'] !== undefined ||
+    headers['sec-fetch-mode'] !== undefined ||
+    headers['sec-fetch-dest'] !== undefined ||
+    headers['sec-fetch-user'] !== undefined
+  );
 }
 
 function toSessionUser(user: BasicUser, source: string): SessionUser {
@@ -51,47 +75,63 @@ function toSessionUser(user: BasicUser, source: string): SessionUser {
 /**
  * HTTP Basic authentication (RFC 7617) over HTTPS only. Missing or wrong credentials answer 401 with
  * `WWW-Authenticate: Basic realm="…", charset="UTF-8"`; undecodable ones 400; plain HTTP 403 `https_required`.
+ * A browser's state-changing request (anything but GET, HEAD, OPTIONS) from another origin, or one the browser
+ * calls cross-site, is refused with 403 `csrf_origin`: browsers resend remembered Basic credentials on their own.
+ * Clients that send no `Origin`, `Referer` or `Sec-Fetch-*` (curl, servers) are not browsers and pass.
  * On success `req.user` is the verified user with method `basic`. There is no session: every request is checked.
  *
  * @example
  * app.use('/metrics', requireBasic({ realm: 'metrics', verify: basicCredentials({ prometheus: { passwordHash } }) }));
  */
 export function requireBasic(options: RequireBasicOptions): RequestHandler {
-  if (looksLikeRequest(options)) {
-    throw new TypeError(
-      'requireBasic: it was mounted as middleware itself; call it: app.use(requireBasic({ verify: basicCredentials({...}) }))',
-    );
+  refuseRenamedOptions('requireBasic', options, { allowInsecureHttp: 'renamed to allowInsecureLocalDevelopment' });
+  checkOptions('requireBasic', options as unknown, {
+    verify: {
+      type: 'function',
+      required: true,
+      expected: 'a function (username, password, req) => user | null, e.g. basicCredentials({...})',
+    },
+    realm: {
+      type: 'string',
+      check: (value: string) =>
+        REALM.test(value) && !/["\\]/.test(value)
+          ? undefined
+          : `must be printable ASCII without quotes, backslashes or line breaks, got ${JSON.stringify(value)}`,
+    },
+    source: { type: 'string', check: (value: string) => sourceProblem(value) },
+    allowInsecureLocalDevelopment: { type: 'boolean' },
+    allowedOrigins: { type: 'string[]', expected: 'an array of origins like "https://admin.example.test"' },
+  });
+  const { verify, realm = 'Restricted', source = 'basic:credentials', allowInsecureLocalDevelopment = false } = options;
+  if (allowInsecureLocalDevelopment) {
+    refuseInProduction('requireBasic');
+    if (!insecureWarningShown) {
+      insecureWarningShown = true;
+      console.warn(
+        `[express-sso-kit] requireBasic (realm "${realm}"): allowInsecureLocalDevelopment is on; passwords may travel in clear. Use it only in tests and development.`,
+      );
+    }
   }
-  if (options === null || typeof options !== 'object') throw new TypeError('requireBasic: pass options with a verify function');
-  for (const key of Object.keys(options)) {
-    if (!OPTION_KEYS.has(key))
-      throw new TypeError(`requireBasic: unknown option "${key}"; known options are ${[...OPTION_KEYS].join(', ')}`);
-  }
-  const { verify, realm = 'Restricted', source = 'basic:credentials', allowInsecureHttp = false } = options;
-  const badSource = sourceProblem(source);
-  if (badSource !== undefined) throw new TypeError(`requireBasic: source ${badSource}`);
-  if (typeof verify !== 'function')
-    throw new TypeError('requireBasic: verify is required: (username, password, req) => user | null, e.g. basicCredentials({...})');
-  if (typeof realm !== 'string' || !REALM.test(realm) || /["\\]/.test(realm)) {
-    throw new TypeError(
-      `requireBasic: realm must be printable ASCII without quotes, backslashes or line breaks, got ${JSON.stringify(realm)}`,
-    );
-  }
-  if (typeof allowInsecureHttp !== 'boolean') throw new TypeError('requireBasic: allowInsecureHttp must be true or false');
-  if (allowInsecureHttp) {
-    console.warn(
-      `[express-sso-kit] requireBasic (realm "${realm}"): allowInsecureHttp is on; passwords may travel in clear. Use it only in tests and development.`,
-    );
-  }
+  const allowedOrigins = compileAllowedOrigins(options.allowedOrigins, 'requireBasic', { allowHttp: allowInsecureLocalDevelopment });
 
   const challenge = { 'WWW-Authenticate': `Basic realm="${realm}", charset="UTF-8"` };
   const unauthorized = (code: string, detail: string) => new UnauthorizedError({ code, detail, headers: challenge });
 
   return async function requireBasicMiddleware(req: Request, _res: Response, next: NextFunction): Promise<void> {
     // Refused before the header is even read, and without a challenge, so browsers are not invited to send it again.
-    if (!req.secure && !allowInsecureHttp) {
+    if (!req.secure && !allowInsecureLocalDevelopment) {
+      debug('refused %s: Basic credentials over plain http', req.method);
       next(new ForbiddenError({ code: 'https_required', detail: 'Basic authentication is accepted over HTTPS only.' }));
       return;
+    }
+    // Remembered credentials ride along like a cookie: a browser's state-changing request must come from an
+    // allowed origin (the same rule as the session cookie's). Checked before the credentials are even read.
+    if (!isSafeMethod(req.method) && isBrowserRequest(req)) {
+      const refusal = checkRequestOrigin(originFactsOf(req), allowedOrigins);
+      if (refusal !== undefined) {
+        next(csrfError(refusal, req, 'requireBasic'));
+        return;
+      }
     }
     const parsed = parseBasicAuthorization(req.headers.authorization);
     if (parsed.kind === 'absent') {
@@ -119,6 +159,7 @@ export function requireBasic(options: RequireBasicOptions): RequestHandler {
       return;
     }
     if (!user) {
+      debug('refused %s: the user name or password is wrong', req.method);
       next(unauthorized('invalid_credentials', 'The user name or password is wrong.'));
       return;
     }

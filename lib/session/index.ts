@@ -1,4 +1,4 @@
-export { ssoSession, type SsoSessionOptions, type SsoSessionMiddleware } from './sso-session';
+export { ssoSession, type SsoCsrfOptions, type SsoSessionOptions, type SsoSessionMiddleware } from './sso-session';
 export { establishLogin, type EstablishLoginOptions } from './establish-login';
 export { logout, logoutEverywhere } from './logout';
 export { requireSession, type RequireSessionOptions } from './require-session';

@@ -1,7 +1,9 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Session } from 'express-session';
 import { UnauthorizedError } from '../http/errors';
-import { compileAllowedOrigins, csrfRefusal, type CsrfGuardOptions } from './csrf-guard';
+import { checkOptions } from '../util/options';
+import { CSRF_MOVED, refuseRenamedOptions } from './renamed-options';
+import { requestOrigin } from '../util/request-origin';
 import { judgeSession } from './session-lifetime';
 import { asOutage } from './session-manager';
 import { loginRedirectPrefix, runtimeOf, type SsoRuntime } from './sso-runtime';
@@ -10,11 +12,6 @@ import { loginRedirectPrefix, runtimeOf, type SsoRuntime } from './sso-runtime';
 export interface RequireSessionOptions {
   /** Where browser navigations without a login are sent. Default the `loginUrl` of `ssoSession`. */
   loginUrl?: string;
-  /**
-   * The cross-site request check on POST/PUT/PATCH/DELETE (see `csrfGuard`). Default on (the request's own origin
-   * only); pass `{ allowedOrigins }` to trust sibling apps, or `false` only when another guard does the same.
-   */
-  csrf?: boolean | CsrfGuardOptions;
 }
 
 function isNavigation(req: Request): boolean {
@@ -25,52 +22,47 @@ function destroyExpired(current: Session): Promise<void> {
   return new Promise((resolve, reject) => current.destroy((err: unknown) => (err ? reject(asOutage(err)) : resolve())));
 }
 
+function absoluteHttpUrl(value: string): string | undefined {
+  try {
+    const url = new URL(value);
+    return /^https?:$/.test(url.protocol) && !url.hash ? url.href : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Lets only logged-in requests through and sets `req.user`. A browser navigation (GET/HEAD preferring HTML)
  * without a login is redirected (302) to the login page with `return_to` set to the URL it asked for; any other
- * request gets 401 problem+json (`session_required`). State-changing requests must also pass the CSRF origin check
- * (403 `csrf_origin`). A store outage is 503, never "logged out". Mount after `ssoSession`.
+ * request gets 401 problem+json (`session_required`). A store outage is 503, never "logged out". Mount after
+ * `ssoSession`, which has already refused state-changing requests from other origins (403 `csrf_origin`).
  *
  * @example
  * app.use(ssoSession({ ... }));
  * app.get('/orders', requireSession(), (req, res) => res.json({ user: req.user!.id }));
  */
 export function requireSession(options: RequireSessionOptions = {}): RequestHandler {
-  if (arguments.length === 3 || (typeof options === 'object' && options !== null && 'socket' in options)) {
-    throw new TypeError('requireSession: it is a factory: write app.use(requireSession()), not app.use(requireSession)');
-  }
-  if (options === null || typeof options !== 'object')
-    throw new TypeError('requireSession: options must be an object, e.g. { csrf: true }');
-  let loginOverride: string | undefined;
-  let loginOverrideUrl: string | undefined;
-  if (options.loginUrl !== undefined) {
-    let url: URL | undefined;
-    try {
-      url = typeof options.loginUrl === 'string' ? new URL(options.loginUrl) : undefined;
-    } catch {
-      url = undefined;
-    }
-    if (!url || !/^https?:$/.test(url.protocol) || url.hash) {
-      throw new TypeError(
-        `requireSession: loginUrl must be an absolute http(s) URL such as "https://auth.example.test/login", got ${JSON.stringify(options.loginUrl)}`,
-      );
-    }
-    loginOverrideUrl = url.href;
-    loginOverride = loginRedirectPrefix(url.href);
-  }
-  const csrf = options.csrf ?? true;
-  if (typeof csrf !== 'boolean' && (typeof csrf !== 'object' || csrf === null)) {
-    throw new TypeError('requireSession: csrf must be true, false or { allowedOrigins: [...] }');
-  }
-  const csrfOrigins =
-    csrf === false ? undefined : compileAllowedOrigins(csrf === true ? undefined : csrf.allowedOrigins, 'requireSession: csrf');
+  refuseRenamedOptions('requireSession', options, { csrf: CSRF_MOVED });
+  checkOptions('requireSession', options as unknown, {
+    loginUrl: {
+      type: 'string',
+      check: (value: string) =>
+        absoluteHttpUrl(value) === undefined
+          ? `must be an absolute http(s) URL such as "https://auth.example.test/login", got ${JSON.stringify(value)}`
+          : undefined,
+    },
+  });
+  const loginOverrideUrl = options.loginUrl === undefined ? undefined : absoluteHttpUrl(options.loginUrl);
+  const loginOverride = loginOverrideUrl === undefined ? undefined : loginRedirectPrefix(loginOverrideUrl);
 
   function refuse(req: Request, res: Response, next: NextFunction, runtime: SsoRuntime): void {
     const prefix = loginOverride ?? runtime.loginRedirectPrefix;
     if (isNavigation(req)) {
-      // Built from the protocol and host Express trusts; still checked, since a client chooses its Host header.
-      const requested = `${req.protocol}://${req.host}${req.originalUrl}`;
-      const returnTo = runtime.redirects.isSafe(requested) ? requested : runtime.redirects.defaultUrl;
+      // From the protocol and Host Express trusts (with its port, on Express 4 and 5 alike); still checked, since
+      // a client chooses its Host header, and replaced by the default without a usable one.
+      const origin = requestOrigin(req);
+      const requested = origin === undefined ? undefined : `${origin}${req.originalUrl}`;
+      const returnTo = requested !== undefined && runtime.redirects.isSafe(requested) ? requested : runtime.redirects.defaultUrl;
       res.set('Cache-Control', 'no-store');
       res.redirect(302, prefix + encodeURIComponent(returnTo));
       return;
@@ -104,13 +96,6 @@ export function requireSession(options: RequireSessionOptions = {}): RequestHand
       req.user = undefined;
       destroyExpired(current).then(() => refuse(req, res, next, runtime), next);
       return;
-    }
-    if (csrfOrigins !== undefined && req.method !== 'GET' && req.method !== 'HEAD' && req.method !== 'OPTIONS') {
-      const refusal = csrfRefusal(req, csrfOrigins);
-      if (refusal !== undefined) {
-        next(refusal);
-        return;
-      }
     }
     req.user = user;
     next();

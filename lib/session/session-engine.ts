@@ -1,6 +1,8 @@
 import { createHmac, randomBytes, timingSafeEqual, type KeyObject } from 'node:crypto';
 import type { Request, Response } from 'express';
 import session, { type SessionData } from 'express-session';
+import { debugChannel } from '../util/debug';
+import { AMBIGUOUS_COOKIE, decodeCookieValue, readRawCookie } from './cookie-header';
 import type { SessionCookieSettings } from './types';
 
 /** A session read from the store, with the exact text it was stored as (to tell later whether it changed). */
@@ -16,6 +18,8 @@ export interface EngineStore extends session.Store {
 }
 
 const SAVED_TEXT = Symbol('express-sso-kit.savedText');
+const DISCARDED = Symbol('express-sso-kit.discardedSession');
+const debug = debugChannel('session');
 const VERIFIED_CACHE_SIZE = 10_000;
 
 /**
@@ -37,6 +41,18 @@ export function rememberSavedText(sessionObject: object, text: string): void {
  */
 export function savedTextOf(sessionObject: object): string | undefined {
   return (sessionObject as Record<symbol, string | undefined>)[SAVED_TEXT];
+}
+
+/**
+ * Makes the engine leave this request's session exactly as it is in the store: nothing is saved and no cookie is
+ * set at the end of the response, whatever the rest of the chain does to `req.session`. For refused requests.
+ *
+ * @example
+ * discardSession(req);
+ * next(new ForbiddenError({ code: 'csrf_origin' }));
+ */
+export function discardSession(req: Request): void {
+  (req as unknown as Record<symbol, boolean>)[DISCARDED] = true;
 }
 
 /** Settings of {@link createSessionEngine}. */
@@ -72,28 +88,6 @@ export function unsignSessionId(value: string, keys: readonly KeyObject[]): stri
   for (const key of keys) {
     const expected = Buffer.from(createHmac('sha256', key).update(sessionId).digest('base64').slice(0, 43), 'latin1');
     if (expected.length === given.length && timingSafeEqual(expected, given)) return sessionId;
-  }
-  return undefined;
-}
-
-/** The raw value of cookie `name` in a Cookie header (the first one, as browsers send the most specific first). */
-export function readCookie(header: string | undefined, prefix: string): string | undefined {
-  if (header === undefined) return undefined;
-  let index = header.indexOf(prefix);
-  while (index !== -1) {
-    const before = index === 0 ? 59 : header.charCodeAt(index - 1);
-    if (before === 59 /* ; */ || before === 32 /* space */) {
-      const start = index + prefix.length;
-      const end = header.indexOf(';', start);
-      const raw = (end === -1 ? header.slice(start) : header.slice(start, end)).trim();
-      if (raw.indexOf('%') === -1) return raw;
-      try {
-        return decodeURIComponent(raw);
-      } catch {
-        return undefined;
-      }
-    }
-    index = header.indexOf(prefix, index + 1);
   }
   return undefined;
 }
@@ -154,7 +148,9 @@ export function createSessionEngine(settings: SessionEngineSettings): (req: Requ
       res.end = end;
       const current = req.session as (session.Session & Partial<SessionData>) | undefined;
       const sessionId = req.sessionID;
-      if (current === undefined || typeof sessionId !== 'string') return end.apply(res, args as Parameters<typeof end>);
+      if (current === undefined || typeof sessionId !== 'string' || (req as unknown as Record<symbol, boolean>)[DISCARDED]) {
+        return end.apply(res, args as Parameters<typeof end>);
+      }
       const isNewId = sessionId !== cookieId;
       if (isNewId && !hasData(current)) return end.apply(res, args as Parameters<typeof end>);
       const text = JSON.stringify(current);
@@ -172,24 +168,33 @@ export function createSessionEngine(settings: SessionEngineSettings): (req: Requ
     } as typeof res.end;
   }
 
-  // Cookie values whose signature already checked out, so a browser's every request does not pay for an HMAC.
-  // Only verified values go in, the keys never change at run time, and the map is dropped whole when it fills up.
+  // Cookie values (as sent, before decoding) whose signature already checked out, so a browser's every request
+  // pays for neither an HMAC nor a percent-decoding. Only verified values go in, the keys never change at run
+  // time, and the map is dropped whole when it fills up.
   const verified = new Map<string, string>();
-  function sessionIdOf(raw: string): string | undefined {
+  function cookieSessionId(header: string | undefined): string | undefined {
+    const raw = readRawCookie(header, cookie.name);
+    if (raw === AMBIGUOUS_COOKIE) {
+      // Cookie tossing: another host of the domain set a second cookie of this name. Neither is trusted.
+      debug('session cookie %s not used: it was sent twice with different values (a cookie set by another host or path)', cookie.name);
+      return undefined;
+    }
+    if (raw === undefined) return undefined;
     const known = verified.get(raw);
     if (known !== undefined) return known;
-    const sessionId = unsignSessionId(raw, keys);
-    if (sessionId !== undefined) {
-      if (verified.size >= VERIFIED_CACHE_SIZE) verified.clear();
-      verified.set(raw, sessionId);
+    const sessionId = unsignSessionId(decodeCookieValue(raw), keys);
+    if (sessionId === undefined) {
+      debug('session cookie %s not used: its signature matches none of the secrets', cookie.name);
+      return undefined;
     }
+    if (verified.size >= VERIFIED_CACHE_SIZE) verified.clear();
+    verified.set(raw, sessionId);
     return sessionId;
   }
 
   return function loadSession(req: Request, res: Response, next: (err?: unknown) => void): void {
     req.sessionStore = store as unknown as Request['sessionStore'];
-    const raw = readCookie(req.headers.cookie, cookiePrefix);
-    const cookieId = raw === undefined ? undefined : sessionIdOf(raw);
+    const cookieId = cookieSessionId(req.headers.cookie);
     if (cookieId === undefined) {
       generate(req);
       watchEnd(req, res, undefined);
@@ -200,6 +205,7 @@ export function createSessionEngine(settings: SessionEngineSettings): (req: Requ
     store.loadLive(cookieId).then(
       (loaded) => {
         if (loaded === null) {
+          debug('session cookie %s names no live session (ended, expired or unknown)', cookie.name);
           generate(req);
         } else {
           const restored = store.createSession(req, loaded.data);

@@ -1,7 +1,8 @@
 import { Router, type NextFunction, type Request, type Response } from 'express';
 import { NotFoundError, UnauthorizedError } from '../http/errors';
 import { methodNotAllowed, requireRepresentation } from '../http/handlers';
-import { compileAllowedOrigins, csrfRefusal, type CsrfGuardOptions } from './csrf-guard';
+import { checkOptions } from '../util/options';
+import { CSRF_MOVED, refuseRenamedOptions } from './renamed-options';
 import { logout } from './logout';
 import { judgeSession } from './session-lifetime';
 import { runtimeOf } from './sso-runtime';
@@ -10,36 +11,29 @@ import { runtimeOf } from './sso-runtime';
 export interface SessionsResourceOptions {
   /** Path of the collection inside the router. Default `/sessions`. */
   path?: string;
-  /** The CSRF origin check on DELETE, as for `requireSession`. Default on. */
-  csrf?: boolean | CsrfGuardOptions;
 }
+
+const PATH = /^\/[A-Za-z0-9._~\-/]*[A-Za-z0-9._~-]$/;
 
 /**
  * The current user's sessions as a REST resource: `GET /sessions` lists them (200, the current one marked
  * `current: true`), `DELETE /sessions/:id` ends one (204; 404 for an id that is not one of the user's). Without
  * a login: 401 problem+json, also for browser navigations (it is an API). Other methods: 405 with `Allow`.
- * Mount after `ssoSession`.
+ * Mount after `ssoSession`, which refuses a DELETE sent from another origin (403 `csrf_origin`) before it gets here.
  *
  * @example
  * app.use(ssoSession({ ... }));
  * app.use('/account', sessionsResource()); // GET /account/sessions, DELETE /account/sessions/:id
  */
 export function sessionsResource(options: SessionsResourceOptions = {}): Router {
-  if (arguments.length === 3 || (typeof options === 'object' && options !== null && 'socket' in options)) {
-    throw new TypeError('sessionsResource: it is a factory: write app.use(sessionsResource()), not app.use(sessionsResource)');
-  }
-  if (options === null || typeof options !== 'object')
-    throw new TypeError('sessionsResource: options must be an object, e.g. { path: "/sessions" }');
+  refuseRenamedOptions('sessionsResource', options, { csrf: CSRF_MOVED });
+  checkOptions('sessionsResource', options as unknown, {
+    path: {
+      type: 'string',
+      check: (path: string) => (PATH.test(path) ? undefined : `must be a plain path such as "/sessions", got ${JSON.stringify(path)}`),
+    },
+  });
   const path = options.path ?? '/sessions';
-  if (typeof path !== 'string' || !/^\/[A-Za-z0-9._~\-/]*[A-Za-z0-9._~-]$/.test(path)) {
-    throw new TypeError(`sessionsResource: path must be a plain path such as "/sessions", got ${JSON.stringify(path)}`);
-  }
-  const csrf = options.csrf ?? true;
-  if (typeof csrf !== 'boolean' && (typeof csrf !== 'object' || csrf === null)) {
-    throw new TypeError('sessionsResource: csrf must be true, false or { allowedOrigins: [...] }');
-  }
-  const csrfOrigins =
-    csrf === false ? undefined : compileAllowedOrigins(csrf === true ? undefined : csrf.allowedOrigins, 'sessionsResource: csrf');
 
   function requireLogin(req: Request, _res: Response, next: NextFunction): void {
     const runtime = runtimeOf(req, 'sessionsResource');
@@ -54,13 +48,6 @@ export function sessionsResource(options: SessionsResourceOptions = {}): Router 
         }),
       );
       return;
-    }
-    if (csrfOrigins !== undefined) {
-      const refusal = csrfRefusal(req, csrfOrigins);
-      if (refusal !== undefined) {
-        next(refusal);
-        return;
-      }
     }
     req.user = user;
     next();

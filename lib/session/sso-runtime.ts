@@ -15,7 +15,7 @@ import type { LinkAccount, RedirectPolicy, SessionCookieSettings, SsoRequestCont
  */
 export class SsoRuntime implements SsoRequestContext {
   readonly idleTimeoutSeconds: number;
-  readonly absoluteTimeoutSeconds: number;
+  readonly absoluteLifetimeSeconds: number;
   /** `loginUrl` ready for `encodeURIComponent(returnTo)` to be appended. */
   readonly loginRedirectPrefix: string;
 
@@ -29,7 +29,7 @@ export class SsoRuntime implements SsoRequestContext {
     readonly linkAccount: LinkAccount | undefined = undefined,
   ) {
     this.idleTimeoutSeconds = limits.idleMs / 1000;
-    this.absoluteTimeoutSeconds = limits.absoluteMs / 1000;
+    this.absoluteLifetimeSeconds = limits.absoluteMs / 1000;
     this.loginRedirectPrefix = loginRedirectPrefix(loginUrl);
   }
 

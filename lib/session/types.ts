@@ -131,5 +131,5 @@ export interface SsoRequestContext {
   readonly redirects: RedirectPolicy;
   readonly cookie: SessionCookieSettings;
   readonly idleTimeoutSeconds: number;
-  readonly absoluteTimeoutSeconds: number;
+  readonly absoluteLifetimeSeconds: number;
 }

@@ -100,17 +100,26 @@ describe('basicCredentials: the table is validated when it is built', () => {
   it.each<[string, unknown, RegExp]>([
     ['a user-id with a colon', { 'a:b': 'x' }, /user-id "a:b" must be non-empty, without ":"/],
     ['an empty user-id', { '': 'x' }, /user-id "" must be non-empty/],
-    ['both password and passwordHash', { a: { password: 'x', passwordHash: 'scrypt$…' } }, /exactly one of password or passwordHash/],
-    ['neither password nor passwordHash', { a: { roles: [] } }, /exactly one of password or passwordHash/],
-    ['an empty password', { a: '' }, /must be a non-empty string/],
+    [
+      'both password and passwordHash',
+      { a: { password: 'x', passwordHash: 'scrypt$…' } },
+      /password and passwordHash cannot be used together/,
+    ],
+    ['neither password nor passwordHash', { a: { roles: [] } }, /the entry of "a": give one of password, passwordHash/],
+    ['an empty password', { a: '' }, /password must be a non-empty string/],
     [
       'a hash given as a plain password',
       { a: { password: 'scrypt$1024$8$1$abc$def' } },
       /looks like an scrypt hash; pass it as passwordHash/,
     ],
     ['a malformed hash', { a: 'scrypt$broken' }, /expected "scrypt\$N\$r\$p\$salt\$hash"/],
-    ['an unknown entry option', { a: { password: 'x', role: 'admin' } }, /unknown option "role"/],
-    ['roles that are not a list', { a: { password: 'x', roles: 'admin' } }, /roles of "a" must be an array/],
+    [
+      'an unknown entry option',
+      { a: { password: 'x', role: 'admin' } },
+      /the entry of "a": unknown option "role" \(did you mean "roles"\?\)/,
+    ],
+    ['a misspelled passwordHash', { a: { passwordHsah: 'scrypt$…' } }, /unknown option "passwordHsah" \(did you mean "passwordHash"\?\)/],
+    ['roles that are not a list', { a: { password: 'x', roles: 'admin' } }, /the entry of "a": roles must be an array of role names/],
     ['an empty table', {}, /empty; nobody could log in/],
     ['no table', undefined, /pass a table of users/],
   ])('throws a TypeError for %s', (_name, table, message) => {

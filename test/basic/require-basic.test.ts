@@ -209,12 +209,12 @@ describe('requireBasic: HTTPS only', () => {
     expectProblem(res, 403, 'https_required');
   });
 
-  it('accepts plain HTTP with allowInsecureHttp, after a warning', async () => {
+  it('accepts plain HTTP with allowInsecureLocalDevelopment, after a warning', async () => {
     const warn = jest.spyOn(console, 'warn').mockImplementation(() => undefined);
     const insecure = await serve((app) => {
-      app.use(requireBasic({ realm: 'Dev', verify, allowInsecureHttp: true }));
+      app.use(requireBasic({ realm: 'Dev', verify, allowInsecureLocalDevelopment: true }));
     }, false);
-    expect(warn).toHaveBeenCalledWith(expect.stringMatching(/allowInsecureHttp is on/));
+    expect(warn).toHaveBeenCalledWith(expect.stringMatching(/allowInsecureLocalDevelopment is on/));
     expect(warn.mock.calls.flat().join(' ')).not.toMatch(/pässwörd|ops-password/);
     warn.mockRestore();
     await request(insecure.url).get('/').set('Authorization', basic('ops', 'ops-password')).expect(200);
@@ -273,7 +273,19 @@ describe('requireBasic: options', () => {
     ['the realm is empty', { verify: ok, realm: '' }, /realm must be printable ASCII/],
     ['the realm is not ASCII', { verify: ok, realm: 'Zürich' }, /realm must be printable ASCII/],
     ['an option is unknown', { verify: ok, relm: 'x' }, /unknown option "relm"/],
-    ['allowInsecureHttp is not a boolean', { verify: ok, allowInsecureHttp: 'yes' }, /allowInsecureHttp must be true or false/],
+    [
+      'allowInsecureLocalDevelopment is not a boolean',
+      { verify: ok, allowInsecureLocalDevelopment: 'yes' },
+      /allowInsecureLocalDevelopment must be true or false/,
+    ],
+    [
+      'the renamed allowInsecureHttp is given',
+      { verify: ok, allowInsecureHttp: true },
+      /"allowInsecureHttp" was renamed to allowInsecureLocalDevelopment/,
+    ],
+    ['an option is misspelled', { verify: ok, allowedOrigin: [] }, /unknown option "allowedOrigin" \(did you mean "allowedOrigins"\?\)/],
+    ['allowedOrigins holds a pattern', { verify: ok, allowedOrigins: ['https://*.example.test'] }, /allowedOrigins must list full origins/],
+    ['allowedOrigins holds an http origin', { verify: ok, allowedOrigins: ['http://admin.example.test'] }, /allowedOrigins must use https/],
     ['the source has no kind', { verify: ok, source: 'robots' }, /source must be "<kind>:<name>"/],
     ['the source has a "|"', { verify: ok, source: 'basic:a|b' }, /source must be .* without spaces or "\|"/],
   ])('throws a TypeError when %s', (_name, given, message) => {
@@ -294,10 +306,58 @@ describe('requireBasic: options', () => {
       app.use(requireBasic as unknown as RequestHandler);
     });
     expectProblem(await request(misused).get('/'), 500);
-    expect(logs[0]?.message).toMatch(/requireBasic: it was mounted as middleware itself/);
+    expect(logs[0]?.message).toMatch(/requireBasic: it is a factory: write app\.use\(requireBasic\(\{ \.\.\. \}\)\)/);
   });
 
   it('returns a named middleware', () => {
     expect(requireBasic({ verify: ok }).name).toBe('requireBasicMiddleware');
+  });
+});
+
+describe('requireBasic: browser-sent credentials from other pages', () => {
+  let opsUrl: string;
+  beforeAll(async () => {
+    ({ url: opsUrl } = await serve((app) => {
+      app.use('/listed', requireBasic({ realm: 'Operations', verify, allowedOrigins: ['https://admin.example.test'] }));
+      app.use('/deploys', requireBasic({ realm: 'Operations', verify }));
+      app.post(/.*/, (req, res) => {
+        res.status(201).json(req.user);
+      });
+    }));
+  });
+  const post = (path = '/deploys') =>
+    request(opsUrl)
+      .post(path)
+      .set('Host', 'ops.example.test')
+      .set('X-Forwarded-Proto', 'https')
+      .set('Authorization', basic('ops', 'ops-password'));
+
+  it('refuses a POST a browser sent from another origin, before reading the credentials', async () => {
+    expectProblem(await post().set('Origin', 'https://evil.example.test').set('Sec-Fetch-Site', 'same-site'), 403, 'csrf_origin');
+    expectProblem(await post().set('Authorization', 'Basic !!!').set('Origin', 'https://evil.test'), 403, 'csrf_origin');
+  });
+
+  it('accepts a POST from its own origin, or from an origin listed in allowedOrigins', async () => {
+    expect((await post().set('Origin', 'https://ops.example.test').set('Sec-Fetch-Site', 'same-origin')).status).toBe(201);
+    expect((await post('/listed/deploys').set('Origin', 'https://admin.example.test').set('Sec-Fetch-Site', 'same-site')).status).toBe(201);
+    expectProblem(await post().set('Origin', 'https://admin.example.test').set('Sec-Fetch-Site', 'same-site'), 403, 'csrf_origin');
+  });
+
+  it('treats a request without Origin, Referer or Sec-Fetch-* as a non-browser client (curl) and lets it pass', async () => {
+    expect((await post()).status).toBe(201);
+  });
+
+  it('refuses a browser request (Sec-Fetch-*) that names no origin', async () => {
+    expectProblem(await post().set('Sec-Fetch-Mode', 'navigate').set('Sec-Fetch-Site', 'same-site'), 403, 'csrf_origin');
+  });
+
+  it('lets a cross-site GET (a link to the tool) pass: safe methods change nothing', async () => {
+    const res = await request(opsUrl)
+      .get('/deploys/status')
+      .set('X-Forwarded-Proto', 'https')
+      .set('Sec-Fetch-Site', 'cross-site')
+      .set('Referer', 'https://chat.example.net/')
+      .set('Authorization', basic('ops', 'ops-password'));
+    expect(res.status).toBe(200);
   });
 });

@@ -78,7 +78,7 @@ describe('the demo over https', () => {
     await Promise.all([page.waitForURL(url('shop')), page.getByRole('button', { name: 'Sign in' }).click()]);
     await expect(page.locator('#who').getAttribute('data-method')).resolves.toBe('password');
     const [cookie] = await context.cookies(url('admin'));
-    expect(cookie).toMatchObject({ name: 'sso.sid', domain: `.${DOMAIN}`, secure: true, httpOnly: true, sameSite: 'Lax' });
+    expect(cookie).toMatchObject({ name: '__Secure-sso.sid', domain: `.${DOMAIN}`, secure: true, httpOnly: true, sameSite: 'Lax' });
     await screenshot(page, 'https-shop-signed-in');
     await context.close();
   });

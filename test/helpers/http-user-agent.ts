@@ -38,7 +38,8 @@ function domainMatches(host: string, cookie: JarCookie): boolean {
  * A minimal browser for driving redirect-based logins over plain HTTP, without Chromium: it keeps cookies per host
  * with Domain, Path and Secure semantics, and sends every request to 127.0.0.1 on the URL's port with the URL's
  * host in the Host header. URLs on a mapped domain (default `example.test`) may say `https:`; they are sent as
- * plain http with `X-Forwarded-Proto: https`, as a TLS-terminating proxy would (the app must `trust proxy`).
+ * plain http with `X-Forwarded-Proto: https`, as a TLS-terminating proxy would (the app must `trust proxy`). A
+ * state-changing request carries `Origin` = the target's origin, as a form or fetch from the site's own page does.
  *
  * @example
  * const ua = new TestUserAgent();
@@ -107,10 +108,13 @@ export class TestUserAgent {
     const mapped = target.hostname === this.mappedDomain || target.hostname.endsWith(`.${this.mappedDomain}`);
     const port = Number(target.port || (target.protocol === 'https:' ? 443 : 80));
     const body = options.form ? new URLSearchParams(options.form).toString() : undefined;
+    const method = options.method ?? (body !== undefined ? 'POST' : 'GET');
     const headers: Record<string, string> = {
       Host: target.host,
       Accept: 'text/html,application/xhtml+xml',
       ...(mapped ? { 'X-Forwarded-Proto': target.protocol.replace(':', '') } : {}),
+      // A browser sends the Origin of the page behind a state-changing request; this one's pages are on the target.
+      ...(method !== 'GET' && method !== 'HEAD' && method !== 'OPTIONS' ? { Origin: target.origin } : {}),
       ...(body !== undefined
         ? { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': String(Buffer.byteLength(body)) }
         : {}),
@@ -123,7 +127,7 @@ export class TestUserAgent {
         {
           host: '127.0.0.1',
           port,
-          method: options.method ?? (body !== undefined ? 'POST' : 'GET'),
+          method,
           path: `${target.pathname}${target.search}`,
           headers,
           agent: false,

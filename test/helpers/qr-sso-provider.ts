@@ -88,7 +88,7 @@ export async function startSsoWiredProvider(
     async signIn(subject, source = 'directory:local') {
       const res = await call('post', '/test/portal-login').send({ subject, source });
       if (res.status !== 204) throw new Error(`portal login answered ${res.status}: ${res.text}`);
-      const cookie = cookiePair(res.headers['set-cookie'], 'sso.sid');
+      const cookie = cookiePair(res.headers['set-cookie'], '__Secure-sso.sid');
       if (!cookie) throw new Error('the portal login set no session cookie');
       return cookie;
     },

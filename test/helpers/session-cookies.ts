@@ -3,6 +3,6 @@
 const signature = require('cookie-signature') as { sign(value: string, secret: string): string };
 
 /** A session cookie pair `name=s%3A<id>.<signature>` signed the way express-session signs, with any secret. */
-export function forgeSessionCookie(sessionId: string, secret: string, name = 'sso.sid'): string {
+export function forgeSessionCookie(sessionId: string, secret: string, name = '__Secure-sso.sid'): string {
   return `${name}=${encodeURIComponent(`s:${signature.sign(sessionId, secret)}`)}`;
 }

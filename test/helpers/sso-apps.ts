@@ -18,6 +18,8 @@ import {
 export const TEST_SECRET = 'test-secret-0123456789-abcdefghijklmnopqrstuvwxyz';
 export const PARENT_DOMAIN = 'example.test';
 export const LOGIN_URL = 'https://auth.example.test/login';
+/** The session cookie's default name for a Secure cookie (`sso.sid` only with allowInsecureLocalDevelopment). */
+export const SESSION_COOKIE = '__Secure-sso.sid';
 /** The identity source the test apps' `/login` logs users in from, unless a test names another. */
 export const TEST_SOURCE = 'test:users';
 
@@ -101,7 +103,11 @@ export function baseUrl(server: Server): string {
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
-/** A request to `server` as if it came through the TLS proxy of `host`, with an optional cookie. */
+/**
+ * A request to `server` as if it came through the TLS proxy of `host`, with an optional cookie. A state-changing
+ * request carries `Origin: https://<host>`, as a browser sends for a page's own POST (the session layer refuses
+ * cookie-authenticated ones without it); a test of another origin sets its own, or `.unset('Origin')`.
+ */
 export function via(
   server: Server,
   host: string,
@@ -110,18 +116,19 @@ export function via(
   cookie?: string,
 ): Test {
   const test = request(server)[method](path).set('Host', host).set('X-Forwarded-Proto', 'https');
+  if (method !== 'get' && method !== 'head' && method !== 'options') test.set('Origin', `https://${host}`);
   return cookie ? test.set('Cookie', cookie) : test;
 }
 
 /** The `name=value` pair of the session cookie set by a response, or undefined. */
-export function sessionCookieOf(res: Response, name = 'sso.sid'): string | undefined {
+export function sessionCookieOf(res: Response, name = SESSION_COOKIE): string | undefined {
   const header = res.headers['set-cookie'] as unknown as string[] | undefined;
   const line = header?.find((value) => value.startsWith(`${name}=`));
   return line?.split(';')[0];
 }
 
 /** The full Set-Cookie line of the session cookie. */
-export function sessionSetCookieLine(res: Response, name = 'sso.sid'): string | undefined {
+export function sessionSetCookieLine(res: Response, name = SESSION_COOKIE): string | undefined {
   const header = res.headers['set-cookie'] as unknown as string[] | undefined;
   return header?.find((value) => value.startsWith(`${name}=`));
 }

@@ -5,7 +5,7 @@ import express, { type Express } from 'express';
 import { errorHandler, type ErrorLogEntry } from '../../lib/http';
 import { establishLogin, logout, requireSession, ssoSession, type SsoSessionOptions } from '../../lib/session';
 import type { KeyValueStore } from '../../lib/store';
-import { TEST_SOURCE } from './sso-apps';
+import { SESSION_COOKIE, TEST_SOURCE } from './sso-apps';
 
 /** The parent domain the test apps share their cookie on. */
 export const TEST_PARENT_DOMAIN = 'example.test';
@@ -176,7 +176,7 @@ export async function startSsoApps(options: SsoAppsOptions): Promise<SsoApps> {
     serverErrors,
     async login(subject: string) {
       const res = await plainRequest(agent, 'POST', `${auth.url}/login/${encodeURIComponent(subject)}`, hosts.auth);
-      const setCookie = (res.headers['set-cookie'] ?? []).find((line) => line.startsWith('sso.sid='));
+      const setCookie = (res.headers['set-cookie'] ?? []).find((line) => line.startsWith(`${SESSION_COOKIE}=`));
       if (res.status !== 204 || !setCookie) throw new Error(`login of ${subject} answered ${res.status}: ${res.body}`);
       return setCookie.split(';')[0]!;
     },

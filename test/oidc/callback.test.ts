@@ -52,7 +52,7 @@ describe('oidcCallback against a real OpenID provider', () => {
     expect(last.location).toBe(returnTo);
     expect(last.url.startsWith(`${apps.auth.origin}/callback/corp?`)).toBe(true);
 
-    const cookie = ua.cookies.find((c) => c.name === 'sso.sid');
+    const cookie = ua.cookies.find((c) => c.name === '__Secure-sso.sid');
     expect(cookie).toMatchObject({ domain: 'example.test', hostOnly: false, httpOnly: true, secure: true, sameSite: 'lax' });
 
     const onShop = await ua.request(`${apps.shop.origin}/me`);
@@ -74,10 +74,10 @@ describe('oidcCallback against a real OpenID provider', () => {
     const ua = new TestUserAgent();
     const start = await ua.request(`${apps.auth.origin}/login/corp`);
     expect(start.status).toBe(302);
-    const before = ua.cookies.find((c) => c.name === 'sso.sid')?.value;
+    const before = ua.cookies.find((c) => c.name === '__Secure-sso.sid')?.value;
     expect(before).toBeDefined();
     await ua.follow(start.location!);
-    const after = ua.cookies.find((c) => c.name === 'sso.sid')?.value;
+    const after = ua.cookies.find((c) => c.name === '__Secure-sso.sid')?.value;
     expect(after).toBeDefined();
     expect(after).not.toBe(before);
   });
@@ -135,7 +135,7 @@ describe('oidcCallback against a real OpenID provider', () => {
     const ua = new TestUserAgent();
     const start = await ua.request(`${apps.auth.origin}/login/corp`);
     const state = new URL(start.location!).searchParams.get('state')!;
-    const raw = decodeURIComponent(ua.cookies.find((cookie) => cookie.name === 'sso.sid')!.value);
+    const raw = decodeURIComponent(ua.cookies.find((cookie) => cookie.name === '__Secure-sso.sid')!.value);
     const sessionKey = `sess:${raw.slice(2, raw.lastIndexOf('.'))}`;
     const session = JSON.parse((await apps.store.get(sessionKey))!);
     const transaction = JSON.parse(session.oidcTransactions[state]);

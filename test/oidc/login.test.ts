@@ -117,7 +117,7 @@ describe('oidcLogin redirect', () => {
       const ua = new TestUserAgent();
       const answer = await ua.request(`${apps.auth.origin}/login/fake?${query}`, { headers: { Accept: 'application/json' } });
       expect(answer.status).toBe(400);
-      expect(ua.cookies.find((cookie) => cookie.name === 'sso.sid')).toBeUndefined();
+      expect(ua.cookies.find((cookie) => cookie.name === '__Secure-sso.sid')).toBeUndefined();
     },
   );
 

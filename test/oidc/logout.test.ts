@@ -64,13 +64,13 @@ describe('logout with a real provider', () => {
       const hint = target.searchParams.get('id_token_hint')!;
       const jose = await loadJose();
       expect(jose.decodeJwt(hint)).toMatchObject({ iss: idp.issuer, aud: 'shop', sub: 'alice' });
-      expect(ua.cookies.find((cookie) => cookie.name === 'sso.sid')).toBeUndefined();
+      expect(ua.cookies.find((cookie) => cookie.name === '__Secure-sso.sid')).toBeUndefined();
       expect(await loggedOutEverywhere(ua)).toBe(true);
     });
 
     // The documented behaviour (docs/oidc.md, "Logout"): ssoSession refuses cookie-authenticated unsafe requests from
-    // other origins. Marked `failing` until that check lands in the session layer; then turn it into a plain `it`.
-    it.failing('does not log the user out on a POST from a sibling subdomain (ssoSession refuses it: 403 csrf_origin)', async () => {
+    // other origins.
+    it('does not log the user out on a POST from a sibling subdomain (ssoSession refuses it: 403 csrf_origin)', async () => {
       const ua = await loggedInAgent();
       // Sibling subdomains are same-site: SameSite=Lax sends the session cookie with their form posts.
       const forged = await ua.request(`${apps.auth.origin}/logout/corp`, {

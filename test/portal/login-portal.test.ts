@@ -125,7 +125,7 @@ describe('loginPortal', () => {
     });
 
     it('sends a visitor who is already signed in straight to a safe return_to (single sign-on)', async () => {
-      const cookie = setCookieValue(await login(app, 'alice', 'alice-password'), 'sso.sid')!;
+      const cookie = setCookieValue(await login(app, 'alice', 'alice-password'), '__Secure-sso.sid')!;
       const res = await fromPortal(request(app).get('/login').query({ return_to: SHOP })).set('Cookie', cookie);
       expect(res.status).toBe(303);
       expect(res.headers.location).toBe(SHOP);
@@ -149,26 +149,26 @@ describe('loginPortal', () => {
       const res = await login(app, 'alice', 'alice-password', SHOP);
       expect(res.status).toBe(302);
       expect(res.headers.location).toBe(SHOP);
-      const line = setCookieLine(res, 'sso.sid')!;
+      const line = setCookieLine(res, '__Secure-sso.sid')!;
       expect(line).toMatch(/Domain=example\.test/i);
       expect(line).toMatch(/HttpOnly/i);
       expect(line).toMatch(/Secure/i);
       expect(line).toMatch(/SameSite=Lax/i);
-      const me = await fromPortal(request(app).get('/whoami')).set('Cookie', setCookieValue(res, 'sso.sid')!);
+      const me = await fromPortal(request(app).get('/whoami')).set('Cookie', setCookieValue(res, '__Secure-sso.sid')!);
       expect(me.body).toEqual({ id: 'directory:local|alice', source: 'directory:local', subject: 'alice', method: 'password' });
     });
 
     it("logs a directory's users in as identities of the directory's source", async () => {
       const staff = buildApp(redis.store, { users: { ...users, source: 'directory:staff' }, throttle: { namespace: 'staff' } });
       const res = await login(staff, 'alice', 'alice-password');
-      const me = await fromPortal(request(staff).get('/whoami')).set('Cookie', setCookieValue(res, 'sso.sid')!);
+      const me = await fromPortal(request(staff).get('/whoami')).set('Cookie', setCookieValue(res, '__Secure-sso.sid')!);
       expect(me.body).toEqual({ id: 'directory:staff|alice', source: 'directory:staff', subject: 'alice', method: 'password' });
     });
 
     it('issues a new session id at login, so a planted session id is worthless', async () => {
-      const first = setCookieValue(await login(app, 'bob', 'bob-password'), 'sso.sid')!;
+      const first = setCookieValue(await login(app, 'bob', 'bob-password'), '__Secure-sso.sid')!;
       const second = await login(app, 'alice', 'alice-password', '', 'Browser A', first);
-      expect(setCookieValue(second, 'sso.sid')).not.toBe(first);
+      expect(setCookieValue(second, '__Secure-sso.sid')).not.toBe(first);
       const old = await fromPortal(request(app).get('/whoami')).set('Cookie', first);
       expectProblem(old, 401, 'session_required');
     });
@@ -188,7 +188,7 @@ describe('loginPortal', () => {
       ] as const) {
         const res = await login(app, username, password, SHOP, `Browser ${username}`);
         expect(res.status).toBe(401);
-        expect(setCookieValue(res, 'sso.sid')).toBeUndefined();
+        expect(setCookieValue(res, '__Secure-sso.sid')).toBeUndefined();
         expect(res.text).toContain('<p class="alert" role="alert" id="login-error">Wrong username or password</p>');
         expect(res.text).not.toContain(password);
         pages.push(res.text.replace(`value="${username}"`, 'value="?"'));
@@ -200,7 +200,7 @@ describe('loginPortal', () => {
       const res = await fromPortal(request(app).post('/login')).type('form').send({ username: 'alice' });
       expect(res.status).toBe(400);
       expect(res.text).toContain('role="alert"');
-      expect(setCookieValue(res, 'sso.sid')).toBeUndefined();
+      expect(setCookieValue(res, '__Secure-sso.sid')).toBeUndefined();
     });
 
     it('refuses a login posted from another origin (login CSRF) with 403, even without cookies', async () => {
@@ -212,7 +212,7 @@ describe('loginPortal', () => {
         .type('form')
         .send({ username: 'alice', password: 'alice-password' });
       expectProblem(res, 403, 'csrf_origin');
-      expect(setCookieValue(res, 'sso.sid')).toBeUndefined();
+      expect(setCookieValue(res, '__Secure-sso.sid')).toBeUndefined();
     });
 
     it('refuses a login that carries neither Origin nor Referer', async () => {
@@ -243,7 +243,7 @@ describe('loginPortal', () => {
       expect(res.headers['retry-after']).toBe('900');
       expect(res.headers['content-type']).toMatch(/^text\/html/);
       expect(res.text).toContain('<p class="alert" role="alert" id="login-error">Too many failed attempts. Try again in 15 minutes.</p>');
-      expect(setCookieValue(res, 'sso.sid')).toBeUndefined();
+      expect(setCookieValue(res, '__Secure-sso.sid')).toBeUndefined();
       expect(setCookieValue(res, DEVICE_COOKIE)).toBeUndefined();
     });
 
@@ -333,16 +333,16 @@ describe('loginPortal', () => {
 
   describe('POST /logout', () => {
     it('ends the session on every app of the domain and returns to the login page', async () => {
-      const cookie = setCookieValue(await login(app, 'alice', 'alice-password'), 'sso.sid')!;
+      const cookie = setCookieValue(await login(app, 'alice', 'alice-password'), '__Secure-sso.sid')!;
       const res = await fromPortal(request(app).post('/logout')).set('Cookie', cookie);
       expect(res.status).toBe(303);
       expect(res.headers.location).toBe('/login');
-      expect(setCookieLine(res, 'sso.sid')).toMatch(/Domain=example\.test.*Expires=Thu, 01 Jan 1970/i);
+      expect(setCookieLine(res, '__Secure-sso.sid')).toMatch(/Domain=example\.test.*Expires=Thu, 01 Jan 1970/i);
       expectProblem(await fromPortal(request(app).get('/whoami')).set('Cookie', cookie), 401);
     });
 
     it('refuses a logout posted from another site', async () => {
-      const cookie = setCookieValue(await login(app, 'alice', 'alice-password'), 'sso.sid')!;
+      const cookie = setCookieValue(await login(app, 'alice', 'alice-password'), '__Secure-sso.sid')!;
       const res = await fromPortal(request(app).post('/logout')).set('Origin', 'https://evil.test').set('Cookie', cookie);
       expectProblem(res, 403, 'csrf_origin');
       expect((await fromPortal(request(app).get('/whoami')).set('Cookie', cookie)).status).toBe(200);
@@ -352,8 +352,8 @@ describe('loginPortal', () => {
   describe('GET /sessions and POST /sessions/revocations', () => {
     it("lists the user's browsers with the current one marked, and revokes another one", async () => {
       const fresh = buildApp(redis.store, { throttle: { namespace: 'sessions' } });
-      const mine = setCookieValue(await login(fresh, 'bob', 'bob-password', '', 'Phone Browser'), 'sso.sid')!;
-      const other = setCookieValue(await login(fresh, 'bob', 'bob-password', '', 'Laptop Browser'), 'sso.sid')!;
+      const mine = setCookieValue(await login(fresh, 'bob', 'bob-password', '', 'Phone Browser'), '__Secure-sso.sid')!;
+      const other = setCookieValue(await login(fresh, 'bob', 'bob-password', '', 'Laptop Browser'), '__Secure-sso.sid')!;
       const page = await fromPortal(request(fresh).get('/sessions'), 'Phone Browser').set('Cookie', mine);
       expect(page.status).toBe(200);
       expect(page.text).toContain('Phone Browser <strong class="badge">This browser</strong>');
@@ -406,7 +406,7 @@ describe('loginPortal', () => {
     });
 
     it('refuses a revocation posted from another site', async () => {
-      const cookie = setCookieValue(await login(app, 'bob', 'bob-password'), 'sso.sid')!;
+      const cookie = setCookieValue(await login(app, 'bob', 'bob-password'), '__Secure-sso.sid')!;
       const res = await fromPortal(request(app).post('/sessions/revocations'))
         .set('Origin', 'https://evil.test')
         .set('Cookie', cookie)
@@ -428,7 +428,7 @@ describe('loginPortal', () => {
         const res = await login(outageApp, 'alice', 'alice-password');
         expectProblem(res, 503);
         expect(res.headers['retry-after']).toBeDefined();
-        expect(setCookieValue(res, 'sso.sid')).toBeUndefined();
+        expect(setCookieValue(res, '__Secure-sso.sid')).toBeUndefined();
       } finally {
         await store.close();
       }

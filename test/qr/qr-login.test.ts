@@ -67,7 +67,7 @@ function browser(app: express.Express) {
   return {
     async get(path: string, accept?: string) {
       const res = await go(path, accept);
-      const set = cookiePair(res.headers['set-cookie'], 'sso.sid');
+      const set = cookiePair(res.headers['set-cookie'], '__Secure-sso.sid');
       if (set) cookie = set;
       return res;
     },

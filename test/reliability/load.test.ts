@@ -5,7 +5,7 @@ import { startSsoApps, type SsoApps } from '../helpers/sso-load-apps';
 
 const USERS = 1000;
 
-/** The session id inside a signed `sso.sid=s:<id>.<signature>` cookie. */
+/** The session id inside a signed `__Secure-sso.sid=s:<id>.<signature>` cookie. */
 function sessionIdOf(cookie: string): string {
   const value = decodeURIComponent(cookie.slice(cookie.indexOf('=') + 1));
   return value.slice(2, value.lastIndexOf('.'));

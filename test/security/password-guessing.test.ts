@@ -145,7 +145,7 @@ describe('password guessing against the login portal', () => {
     for (let i = 0; i < 200; i += 1) await login(portal, 'alice', `guess-${i}`, network(i));
     const res = await login(portal, 'alice', 'alice-password', '192.0.2.10', device);
     expect(res.status).toBe(302);
-    expect(setCookieValue(res, 'sso.sid')).toBeDefined();
+    expect(setCookieValue(res, '__Secure-sso.sid')).toBeDefined();
     // From another network too: the browser is known, not its address.
     const travelling = await login(portal, 'alice', 'alice-password', '100.64.0.1', setCookieValue(res, DEVICE_COOKIE));
     expect(travelling.status).toBe(302);
@@ -158,7 +158,7 @@ describe('password guessing against the login portal', () => {
     const res = await login(portal, 'alice', 'alice-password', '192.0.2.10');
     expect(res.status).toBe(429);
     expect(Number(res.headers['retry-after'])).toBe(3600);
-    expect(setCookieValue(res, 'sso.sid')).toBeUndefined();
+    expect(setCookieValue(res, '__Secure-sso.sid')).toBeUndefined();
   });
 
   it('keeps the guesses at one account bounded through a distributed attack lasting an hour', async () => {

@@ -142,10 +142,10 @@ describe('two QR providers that return the same openid (identity confusion on th
       const { code } = await confirmAndCollect(provider.url, await createLogin(provider.url, { state }), 'alice');
       const done = await get(
         `/callback/${name}?${new URLSearchParams({ code, state })}`,
-        cookiePair(start.headers['set-cookie'], 'sso.sid'),
+        cookiePair(start.headers['set-cookie'], '__Secure-sso.sid'),
       );
       expect(done.status).toBe(302);
-      const cookie = cookiePair(done.headers['set-cookie'], 'sso.sid')!;
+      const cookie = cookiePair(done.headers['set-cookie'], '__Secure-sso.sid')!;
       return { cookie, user: (await get('/me', cookie)).body as { id: string; source: string; subject: string } };
     };
     try {
@@ -283,7 +283,8 @@ describe('what the provider writes to its debug channel (secrets in logs)', () =
   beforeAll(() => {
     lines = [];
     previousNamespaces = createDebug.disable();
-    createDebug.enable('express-sso-kit:qr');
+    // The csrf channel too: a confirmation form from another origin is refused by ssoSession before the provider.
+    createDebug.enable('express-sso-kit:qr,express-sso-kit:csrf');
     createDebug.log = (...args: unknown[]) => {
       lines.push(format(...args));
     };
@@ -331,7 +332,7 @@ describe('what the provider writes to its debug channel (secrets in logs)', () =
       'qrconnect refused for appid "shop": The return address is not registered',
       'the session user is of source "oidc:https://partner.example.test", not the directory "directory:local"',
       'confirmed refused: not_scanner',
-      'confirmation form refused: Origin "https://evil.example"',
+      'ssoSession refused POST: origin-not-allowed (from https://evil.example,',
       'redirect refused: the browser does not hold the binding cookie',
       'redirect refused: the redirect was already collected',
       'GET /sns/oauth2/access_token refused: code_used (errcode 40163)',

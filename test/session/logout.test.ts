@@ -40,7 +40,7 @@ describe('logout and logoutEverywhere', () => {
     const cookie = await loginAs(shop.server, 'shop.example.test', { id: 'bob' });
     const out = await via(shop.server, 'shop.example.test', 'post', '/logout', cookie);
     const line = sessionSetCookieLine(out)!;
-    expect(line).toMatch(/^sso\.sid=;/);
+    expect(line).toMatch(/^__Secure-sso\.sid=;/);
     const attributes = line
       .split(';')
       .slice(1)
@@ -68,7 +68,7 @@ describe('logout and logoutEverywhere', () => {
   it('logout without a session still clears the cookie and answers normally', async () => {
     const out = await via(shop.server, 'shop.example.test', 'post', '/logout');
     expect(out.status).toBe(204);
-    expect(sessionSetCookieLine(out)).toMatch(/^sso\.sid=;/);
+    expect(sessionSetCookieLine(out)).toMatch(/^__Secure-sso\.sid=;/);
   });
 
   it('logoutEverywhere ends all three sessions of the user on every app, and only theirs', async () => {
@@ -84,7 +84,7 @@ describe('logout and logoutEverywhere', () => {
     );
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ ended: 3 });
-    expect(sessionSetCookieLine(res)).toMatch(/^sso\.sid=;/);
+    expect(sessionSetCookieLine(res)).toMatch(/^__Secure-sso\.sid=;/);
     for (const [server, host, cookie] of [
       [shop.server, 'shop.example.test', first],
       [admin.server, 'admin.example.test', second],

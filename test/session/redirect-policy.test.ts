@@ -86,12 +86,14 @@ describe('createRedirectPolicy', () => {
   });
 
   it('accepts http targets and listed ports only when told to', () => {
+    const warn = jest.spyOn(console, 'warn').mockImplementation(() => undefined);
     const development = createRedirectPolicy({
       parentDomain: 'sso.localhost',
       defaultUrl: 'http://shop.sso.localhost:3000/',
-      allowHttp: true,
+      allowInsecureLocalDevelopment: true,
       allowedPorts: [3000],
     });
+    warn.mockRestore();
     expect(development.isSafe('http://admin.sso.localhost:3000/x')).toBe(true);
     expect(development.isSafe('http://admin.sso.localhost:3001/x')).toBe(false);
   });
@@ -114,10 +116,31 @@ describe('createRedirectPolicy', () => {
       [{ ...options, allowedOrigins: ['http://partner.example.net'] }, /allowedOrigins must use https/],
       [{ ...options, allowedOrigins: ['https://10.0.0.1'] }, /not IP addresses/],
       [{ ...options, allowedPorts: [0] }, /allowedPorts must hold port numbers/],
+      [{ ...options, allowedOrigin: [] }, /unknown option "allowedOrigin" \(did you mean "allowedOrigins"\?\)/],
+      [{ ...options, allowHttp: true }, /option "allowHttp" was renamed to allowInsecureLocalDevelopment/],
+      [{ ...options, defaultUrl: 42 }, /defaultUrl must be an absolute URL on the parent domain/],
     ])('%#: %j', (bad, message) => {
       expect(() => createRedirectPolicy(bad as RedirectPolicyOptions)).toThrow(TypeError);
       expect(() => createRedirectPolicy(bad as RedirectPolicyOptions)).toThrow(message);
     });
+  });
+});
+
+describe('createRedirectPolicy in production', () => {
+  it('refuses allowInsecureLocalDevelopment when NODE_ENV=production', () => {
+    const previous = process.env.NODE_ENV;
+    process.env.NODE_ENV = 'production';
+    try {
+      expect(() =>
+        createRedirectPolicy({
+          parentDomain: 'sso.localhost',
+          defaultUrl: 'http://shop.sso.localhost/',
+          allowInsecureLocalDevelopment: true,
+        }),
+      ).toThrow(/allowInsecureLocalDevelopment is refused when NODE_ENV=production/);
+    } finally {
+      process.env.NODE_ENV = previous;
+    }
   });
 });
 

@@ -63,7 +63,7 @@ describe('requireSession', () => {
       jest.spyOn(console, 'warn').mockImplementation(() => undefined);
       const app = express();
       // Nothing is trusted here, so the forwarded header is ignored and the request is plain http.
-      app.use(ssoSession(ssoOptions({ store: redis.store, secureCookie: false, allowInsecureCookieForLocalDevelopment: true })));
+      app.use(ssoSession(ssoOptions({ store: redis.store, allowInsecureLocalDevelopment: true })));
       app.get('/me', requireSession(), (_req, res) => res.end());
       app.use(errorHandler({ log: false }));
       const res = await request(app)
@@ -114,7 +114,9 @@ describe('requireSession', () => {
 
     it('detects app.use(requireSession) written for app.use(requireSession())', () => {
       const misuse = requireSession as unknown as (a: unknown, b: unknown, c: unknown) => unknown;
-      expect(() => misuse({ method: 'GET', headers: {}, socket: {} }, {}, () => undefined)).toThrow(/write app\.use\(requireSession\(\)\)/);
+      expect(() => misuse({ method: 'GET', headers: {}, socket: {} }, {}, () => undefined)).toThrow(
+        /write app\.use\(requireSession\(\{ \.\.\. \}\)\)/,
+      );
     });
 
     it('refuses a loginUrl that is not absolute', () => {
@@ -122,8 +124,16 @@ describe('requireSession', () => {
       expect(() => requireSession({ loginUrl: '/login' })).toThrow(/loginUrl must be an absolute http\(s\) URL/);
     });
 
-    it('refuses csrf options that are not origins', () => {
-      expect(() => requireSession({ csrf: { allowedOrigins: ['*.example.test'] } })).toThrow(/full origins like/);
+    it('refuses the removed csrf option, pointing to ssoSession, which enforces it for every route', () => {
+      expect(() => requireSession({ csrf: false } as never)).toThrow(
+        /requireSession: option "csrf" was removed: ssoSession checks the origin/,
+      );
+    });
+
+    it('names a misspelled option and the one it most likely meant', () => {
+      expect(() => requireSession({ loginUlr: 'https://auth.example.test/login' } as never)).toThrow(
+        /requireSession: unknown option "loginUlr" \(did you mean "loginUrl"\?\)/,
+      );
     });
   });
 });

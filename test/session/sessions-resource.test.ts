@@ -70,7 +70,7 @@ describe('sessionsResource', () => {
     const current = (await list(mine)).body.find((entry: { current: boolean }) => entry.current);
     const res = await remove(mine, current.id);
     expect(res.status).toBe(204);
-    expect(sessionSetCookieLine(res)).toMatch(/^sso\.sid=;/);
+    expect(sessionSetCookieLine(res)).toMatch(/^__Secure-sso\.sid=;/);
     expectProblem(await list(mine), 401, 'session_required');
   });
 
@@ -130,6 +130,9 @@ describe('sessionsResource', () => {
 
   it('validates its options', () => {
     expect(() => sessionsResource({ path: 'sessions' })).toThrow(/path must be a plain path such as "\/sessions"/);
-    expect(() => sessionsResource({ csrf: 'yes' as unknown as boolean })).toThrow(/csrf must be true, false or/);
+    expect(() => sessionsResource({ csrf: true } as never)).toThrow(/sessionsResource: option "csrf" was removed: ssoSession checks/);
+    expect(() => sessionsResource({ pth: '/sessions' } as never)).toThrow(
+      /sessionsResource: unknown option "pth" \(did you mean "path"\?\)/,
+    );
   });
 });

@@ -131,7 +131,7 @@ describe('ssoSession lifetimes', () => {
 
   async function appWith(options: {
     idleTimeoutSeconds: number;
-    absoluteTimeoutSeconds: number;
+    absoluteLifetimeSeconds: number;
     touchAfterSeconds: number;
   }): Promise<Server> {
     const started = await startSsoApp(ssoSession(ssoOptions({ store: redis.store, ...options })));
@@ -142,7 +142,7 @@ describe('ssoSession lifetimes', () => {
   const ttlOf = (cookie: string) => redis.client.pttl(`${redis.prefix}sess:${sessionIdOf(cookie)}`);
 
   it('ends a session after the idle timeout without requests', async () => {
-    const server = await appWith({ idleTimeoutSeconds: 1, absoluteTimeoutSeconds: 60, touchAfterSeconds: 0.1 });
+    const server = await appWith({ idleTimeoutSeconds: 1, absoluteLifetimeSeconds: 60, touchAfterSeconds: 0.1 });
     const cookie = await loginAs(server, 'shop.example.test', { id: 'idle' });
     expect((await via(server, 'shop.example.test', 'get', '/me', cookie)).status).toBe(200);
     await sleep(1200);
@@ -150,7 +150,7 @@ describe('ssoSession lifetimes', () => {
   });
 
   it('keeps an active session alive past the idle timeout', async () => {
-    const server = await appWith({ idleTimeoutSeconds: 1, absoluteTimeoutSeconds: 60, touchAfterSeconds: 0.1 });
+    const server = await appWith({ idleTimeoutSeconds: 1, absoluteLifetimeSeconds: 60, touchAfterSeconds: 0.1 });
     const cookie = await loginAs(server, 'shop.example.test', { id: 'active' });
     for (let i = 0; i < 4; i += 1) {
       await sleep(400);
@@ -159,7 +159,7 @@ describe('ssoSession lifetimes', () => {
   });
 
   it('ends a session at its absolute lifetime however active it is, and deletes it', async () => {
-    const server = await appWith({ idleTimeoutSeconds: 1, absoluteTimeoutSeconds: 2, touchAfterSeconds: 0.1 });
+    const server = await appWith({ idleTimeoutSeconds: 1, absoluteLifetimeSeconds: 2, touchAfterSeconds: 0.1 });
     const loginAt = Date.now();
     const cookie = await loginAs(server, 'shop.example.test', { id: 'absolute' });
     // The session's createdAt lies between loginAt and loginDone.
@@ -179,7 +179,7 @@ describe('ssoSession lifetimes', () => {
   });
 
   it('does not write to Redis on every request, and refreshes the TTL after touchAfterSeconds', async () => {
-    const server = await appWith({ idleTimeoutSeconds: 10, absoluteTimeoutSeconds: 60, touchAfterSeconds: 2 });
+    const server = await appWith({ idleTimeoutSeconds: 10, absoluteLifetimeSeconds: 60, touchAfterSeconds: 2 });
     const loginAt = Date.now();
     const cookie = await loginAs(server, 'shop.example.test', { id: 'lazy' });
     const loginDone = Date.now();
@@ -344,8 +344,8 @@ describe('ssoSession options', () => {
     [{ cookieName: '__Host-sid' }, /cannot start with "__Host-"/],
     [{ idleTimeoutSeconds: 0 }, /idleTimeoutSeconds must be a positive number of seconds/],
     [
-      { idleTimeoutSeconds: 600, absoluteTimeoutSeconds: 300 },
-      /absoluteTimeoutSeconds \(300\) must be at least idleTimeoutSeconds \(600\)/,
+      { idleTimeoutSeconds: 600, absoluteLifetimeSeconds: 300 },
+      /absoluteLifetimeSeconds \(300\) must be at least idleTimeoutSeconds \(600\)/,
     ],
     [
       { idleTimeoutSeconds: 60, touchAfterSeconds: 60 },
@@ -354,21 +354,37 @@ describe('ssoSession options', () => {
     [{ loginUrl: '/login' }, /loginUrl must be an absolute URL/],
     [{ loginUrl: 'http://auth.example.test/login' }, /loginUrl must use https/],
     [{ loginUrl: 'https://auth.other.test/login' }, /loginUrl must be on example.test or a subdomain/],
-    [{ secureCookie: false }, /also set allowInsecureCookieForLocalDevelopment: true/],
+    [{ secureCookie: false }, /option "secureCookie" was replaced by allowInsecureLocalDevelopment: true/],
+    [
+      { allowInsecureCookieForLocalDevelopment: true },
+      /option "allowInsecureCookieForLocalDevelopment" was renamed to allowInsecureLocalDevelopment/,
+    ],
+    [{ absoluteTimeoutSeconds: 600 }, /option "absoluteTimeoutSeconds" was renamed to absoluteLifetimeSeconds/],
+    [{ idleTimeoutSecond: 600 }, /unknown option "idleTimeoutSecond" \(did you mean "idleTimeoutSeconds"\?\)/],
+    [{ cookieDomian: 'example.test' }, /unknown option "cookieDomian" \(did you mean "cookieDomain"\?\)/],
+    [{ idleTimeoutSeconds: '600' }, /idleTimeoutSeconds must be a number, got "600"/],
+    [
+      { cookieName: '__Secure-sid', allowInsecureLocalDevelopment: true, loginUrl: 'http://auth.example.test/login' },
+      /needs a Secure cookie/,
+    ],
+    [{ csrf: true }, /csrf must be an object \{ allowedOrigins: \[\.\.\.\] \}/],
     [{ sessionPrefix: 'a{b}' }, /sessionPrefix must be a non-empty string without "\{" or "\}"/],
-    [{ redis: 'redis://127.0.0.1:1' }, /give exactly one of store .* and redis/],
+    [{ redis: 'redis://127.0.0.1:1' }, /store and redis cannot be used together/],
     [{ store: { get: () => null } }, /store must be a kit KeyValueStore/],
-    [{ defaultRedirectUrl: 'https://evil.test/' }, /defaultUrl "https:\/\/evil.test\/" is not itself a safe target/],
-    [{ allowedRedirectOrigins: ['https://*.example.test'] }, /allowedOrigins must list full origins/],
+    [{ defaultRedirectUrl: 'https://evil.test/' }, /defaultRedirectUrl "https:\/\/evil.test\/" is not itself a safe target/],
+    [{ allowedRedirectOrigins: ['https://*.example.test'] }, /allowedRedirectOrigins must list full origins/],
+    [{ allowedRedirectPorts: [70000] }, /allowedRedirectPorts must hold port numbers/],
   ])('%#: refuses %j with a TypeError naming the fix', (overrides, message) => {
     const options = { ...base, ...overrides } as SsoSessionOptions;
+    const warn = jest.spyOn(console, 'warn').mockImplementation(() => undefined);
     expect(() => ssoSession(options)).toThrow(TypeError);
     expect(() => ssoSession(options)).toThrow(message);
+    warn.mockRestore();
   });
 
   it('refuses neither store nor redis', () => {
     const { store: _store, ...withoutStore } = base;
-    expect(() => ssoSession(withoutStore as SsoSessionOptions)).toThrow(/give exactly one of store/);
+    expect(() => ssoSession(withoutStore as SsoSessionOptions)).toThrow(/give one of store, redis/);
   });
 
   it('detects app.use(ssoSession) written for app.use(ssoSession({...}))', () => {
@@ -384,13 +400,29 @@ describe('ssoSession options', () => {
       ...base,
       cookieDomain: 'sso.localhost',
       loginUrl: 'http://auth.sso.localhost:3000/login',
-      secureCookie: false,
-      allowInsecureCookieForLocalDevelopment: true,
+      allowInsecureLocalDevelopment: true,
     };
-    expect(ssoSession(options).context.cookie.secure).toBe(false);
+    expect(ssoSession(options).context.cookie).toMatchObject({ secure: false, name: 'sso.sid' });
     ssoSession(options);
     expect(warn.mock.calls.length).toBeLessThanOrEqual(1);
     warn.mockRestore();
+  });
+
+  it('refuses allowInsecureLocalDevelopment when NODE_ENV=production', () => {
+    const previous = process.env.NODE_ENV;
+    process.env.NODE_ENV = 'production';
+    try {
+      expect(() =>
+        ssoSession({
+          ...base,
+          cookieDomain: 'sso.localhost',
+          loginUrl: 'http://auth.sso.localhost/login',
+          allowInsecureLocalDevelopment: true,
+        }),
+      ).toThrow(/ssoSession: allowInsecureLocalDevelopment is refused when NODE_ENV=production/);
+    } finally {
+      process.env.NODE_ENV = previous;
+    }
   });
 
   it("does not mutate the caller's options", () => {
@@ -410,8 +442,8 @@ describe('ssoSession options', () => {
     expect(sso.context).toMatchObject({
       loginUrl: 'https://auth.example.test/login',
       idleTimeoutSeconds: 1800,
-      absoluteTimeoutSeconds: 43200,
-      cookie: { name: 'sso.sid', domain: 'example.test', path: '/', httpOnly: true, secure: true, sameSite: 'lax' },
+      absoluteLifetimeSeconds: 43200,
+      cookie: { name: '__Secure-sso.sid', domain: 'example.test', path: '/', httpOnly: true, secure: true, sameSite: 'lax' },
     });
     expect(sso.context.redirects.defaultUrl).toBe('https://auth.example.test/');
   });

@@ -166,7 +166,7 @@ describe('RedisStore waitForReplicas', () => {
       await startReplica();
       const accepted = await via(shop.server, 'shop.example.test', 'post', '/logout', cookie);
       expect(accepted.status).toBe(204);
-      expect(sessionSetCookieLine(accepted)).toMatch(/^sso\.sid=;/);
+      expect(sessionSetCookieLine(accepted)).toMatch(/^__Secure-sso\.sid=;/);
       expect(await store.get(`sess:${sessionIdOf(cookie)}`)).toBeNull();
     });
 
