@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { checkOptions } from '../util/options';
 import type { KeyValueStore } from './port';
 
 interface Entry {
@@ -8,8 +9,8 @@ interface Entry {
 
 /** Options of {@link MemoryStore}. */
 export interface MemoryStoreOptions {
-  /** How often expired keys are swept, in milliseconds. Reads also drop expired keys. Default 30000. */
-  sweepIntervalMs?: number;
+  /** How often expired keys are swept, in seconds (fractions allowed). Reads also drop expired keys. Default 30. */
+  sweepIntervalSeconds?: number;
 }
 
 /**
@@ -27,12 +28,16 @@ export class MemoryStore implements KeyValueStore {
   private readonly sweeper: NodeJS.Timeout;
 
   constructor(options: MemoryStoreOptions = {}) {
-    const interval = options.sweepIntervalMs ?? 30_000;
-    if (!Number.isInteger(interval) || interval <= 0) {
-      throw new TypeError(`MemoryStore: sweepIntervalMs must be a positive integer, got ${String(interval)}`);
-    }
+    checkOptions('MemoryStore', options, {
+      sweepIntervalSeconds: {
+        type: 'number',
+        expected: 'a number of seconds, e.g. 30',
+        check: (seconds: number) => (seconds >= 0.001 && seconds <= 86_400 ? undefined : `must be from 0.001 to 86400, got ${seconds}`),
+      },
+    });
+    const intervalMillis = Math.max(1, Math.round((options.sweepIntervalSeconds ?? 30) * 1000));
     this.channels.setMaxListeners(0);
-    this.sweeper = setInterval(() => this.sweep(), interval);
+    this.sweeper = setInterval(() => this.sweep(), intervalMillis);
     this.sweeper.unref();
   }
 

@@ -10,6 +10,11 @@ import {
   within,
   type OptionSchema,
 } from '../../lib/util/options';
+import { corsPreflight } from '../../lib/cors';
+import { errorHandler, KeyValueRateLimitStore, methodNotAllowed, notFound, requireRepresentation, securityHeaders } from '../../lib/http';
+import { createPolicy, requirePermission } from '../../lib/rbac';
+import { createRedisConnection, MemoryStore, RedisStore } from '../../lib/store';
+import { BatchedGet } from '../../lib/store/batched-get';
 import { captureLogs } from '../helpers/log-capture';
 
 const schema: OptionSchema = {
@@ -177,5 +182,76 @@ describe('warnOnce', () => {
       { source: 'console.warn', text: '[express-sso-kit] first warning' },
       { source: 'console.warn', text: '[express-sso-kit] second warning' },
     ]);
+  });
+});
+
+describe('the factories of http, store, cors and rbac follow the options rule', () => {
+  const policy = createPolicy({ roles: { viewer: { permissions: ['read:reports'] } } });
+  const lazyClient = () => createRedisConnection({ url: 'redis://127.0.0.1:6379', redisOptions: { lazyConnect: true } });
+
+  it.each<[string, () => unknown, string, string]>([
+    ['errorHandler', () => errorHandler({ htlm: true } as never), 'htlm', 'html'],
+    [
+      'securityHeaders',
+      () => securityHeaders({ contentSecurityPolicyy: false } as never),
+      'contentSecurityPolicyy',
+      'contentSecurityPolicy',
+    ],
+    [
+      'corsPreflight',
+      () => corsPreflight({ origins: ['https://shop.example.test'], credentails: true } as never),
+      'credentails',
+      'credentials',
+    ],
+    [
+      'requirePermission',
+      () => requirePermission('read', 'reports', { policy, rolesClaims: 'roles' } as never),
+      'rolesClaims',
+      'rolesClaim',
+    ],
+    ['createPolicy', () => createPolicy({ role: {} } as never), 'role', 'roles'],
+    ['RedisStore', () => new RedisStore('redis://127.0.0.1:6379', { prefx: 'app:' } as never), 'prefx', 'prefix'],
+    ['MemoryStore', () => new MemoryStore({ sweepIntervalMs: 1000 } as never), 'sweepIntervalMs', 'sweepIntervalSeconds'],
+    [
+      'createRedisConnection',
+      () => createRedisConnection({ url: 'redis://127.0.0.1:6379', redisOption: {} } as never),
+      'redisOption',
+      'redisOptions',
+    ],
+    ['KeyValueRateLimitStore', () => new KeyValueRateLimitStore({ store: new MemoryStore(), prefx: 'rl:' } as never), 'prefx', 'prefix'],
+    [
+      'BatchedGet',
+      () => {
+        const client = lazyClient();
+        try {
+          return new BatchedGet(client, { maxBatches: 2 } as never);
+        } finally {
+          client.disconnect();
+        }
+      },
+      'maxBatches',
+      'maxBatch',
+    ],
+  ])('%s refuses a misspelled option and names the right one', (factory, build, wrong, right) => {
+    let thrown: unknown;
+    try {
+      build();
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(OptionsError);
+    expect((thrown as Error).message).toMatch(new RegExp(`^${factory}: unknown option "${wrong}" \\(did you mean "${right}"\\?\\)`));
+  });
+
+  it('methodNotAllowed and requireRepresentation refuse a missing list, and notFound its use as a middleware', () => {
+    expect(() => methodNotAllowed('GET' as never)).toThrow(
+      new OptionsError('methodNotAllowed: pass a non-empty array of names, e.g. methodNotAllowed(["GET", "POST"])'),
+    );
+    expect(() => methodNotAllowed(['GET', 'NOT A METHOD'])).toThrow('methodNotAllowed: "NOT A METHOD" is not an HTTP method name');
+    expect(() => requireRepresentation([])).toThrow(OptionsError);
+    const notFoundAsMiddleware = notFound as unknown as (req: unknown) => unknown;
+    expect(() => notFoundAsMiddleware({ method: 'GET', headers: {}, url: '/' })).toThrow(
+      'notFound: it is a factory: write app.use(notFound()), not app.use(notFound)',
+    );
   });
 });
