@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { checkOptions } from '../util/options';
-import type { KeyValueStore } from './port';
+import { StoreWrongTypeError, type KeyValueStore } from './port';
 
 interface Entry {
   value: string | Set<string>;
@@ -64,7 +64,7 @@ export class MemoryStore implements KeyValueStore {
   private stringAt(key: string): string | null {
     const entry = this.live(key);
     if (!entry) return null;
-    if (typeof entry.value !== 'string') throw new TypeError(`MemoryStore: key "${key}" holds a set, not a string`);
+    if (typeof entry.value !== 'string') throw new StoreWrongTypeError('a string');
     return entry.value;
   }
 
@@ -124,7 +124,7 @@ export class MemoryStore implements KeyValueStore {
       this.entries.set(key, { value: '1', expiresAt: MemoryStore.expiry(windowSeconds) });
       return 1;
     }
-    if (typeof entry.value !== 'string') throw new TypeError(`MemoryStore: key "${key}" holds a set, not a counter`);
+    if (typeof entry.value !== 'string') throw new StoreWrongTypeError('a counter');
     const next = Number(entry.value) + 1;
     entry.value = String(next);
     return next;
@@ -136,7 +136,7 @@ export class MemoryStore implements KeyValueStore {
       entry = { value: new Set<string>(), expiresAt: null };
       this.entries.set(key, entry);
     }
-    if (typeof entry.value === 'string') throw new TypeError(`MemoryStore: key "${key}" holds a string, not a set`);
+    if (typeof entry.value === 'string') throw new StoreWrongTypeError('a set');
     for (const member of members) entry.value.add(member);
     if (ttlSeconds !== undefined) entry.expiresAt = MemoryStore.expiry(ttlSeconds);
   }

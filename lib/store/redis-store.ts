@@ -1,7 +1,7 @@
 import type Redis from 'ioredis';
 import { debugChannel, redactCredentials } from '../util/debug';
 import { checkOptions, OptionsError } from '../util/options';
-import { type KeyValueStore, StoreUnavailableError } from './port';
+import { type KeyValueStore, StoreUnavailableError, StoreWrongTypeError } from './port';
 import { hashSlot } from './hash-slot';
 import { createRedisConnection, isCluster, type RedisClient, type RedisConnectionOptions } from './redis-connection';
 import { REDIS_STORE_OPTIONS, resolveReplicaWait, waitMillis, type RedisStoreOptions, type ReplicaWait } from './redis-store-options';
@@ -113,6 +113,9 @@ export class RedisStore implements KeyValueStore {
       if (isStoreOutage(error)) {
         debug('outage, answering 503: %s', describeFailure(error));
         throw new StoreUnavailableError(undefined, { cause: error });
+      }
+      if (error instanceof Error && error.name === 'ReplyError' && /^WRONGTYPE\b/.test(error.message)) {
+        throw new StoreWrongTypeError(undefined, { cause: error });
       }
       throw error;
     }

@@ -1,5 +1,5 @@
 import type { KeyValueStore } from '../../lib/store';
-import { createRedisConnection, MemoryStore, RedisStore, StoreUnavailableError } from '../../lib/store';
+import { createRedisConnection, MemoryStore, RedisStore, StoreUnavailableError, StoreWrongTypeError } from '../../lib/store';
 import { captureLogs } from '../helpers/log-capture';
 import { startPrivateRedis, testRedisStore } from '../helpers/redis';
 
@@ -127,6 +127,14 @@ describe.each(implementations)('%s honours the storage port contract', (_name, o
     for (let i = 0; i < 200 && received.length < sent.length; i += 1) await tick(10);
     await unsubscribe();
     expect(received).toEqual(sent);
+  });
+
+  it('refuses to read a set as a string, or to add to a string, with code store_wrong_type', async () => {
+    await store.addToSet('kinds:{set}', ['a']);
+    await store.set('kinds:{string}', 'x');
+    await expect(store.get('kinds:{set}')).rejects.toMatchObject({ name: 'StoreWrongTypeError', code: 'store_wrong_type' });
+    await expect(store.addToSet('kinds:{string}', ['b'])).rejects.toBeInstanceOf(StoreWrongTypeError);
+    await expect(store.get('kinds:{set}')).rejects.not.toBeInstanceOf(StoreUnavailableError);
   });
 
   it('answers ping', async () => {
