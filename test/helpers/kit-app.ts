@@ -13,7 +13,7 @@ import {
   securityHeaders,
   UnprocessableEntityError,
 } from '../../lib/http';
-import { backchannelLogout, oidcCallback, oidcContext, oidcLogin, oidcLogout, oidcProvider } from '../../lib/oidc';
+import { oidc } from '../../lib/oidc';
 import { fileUserDirectory, hashPassword, loginPortal } from '../../lib/portal';
 import { generateAppSecret, hashAppSecret, qrLogin, qrLoginProvider, qrTokenIssuer } from '../../lib/qr';
 import { createPolicy, requirePermission } from '../../lib/rbac';
@@ -132,6 +132,7 @@ export async function startKitApp(store: KeyValueStore): Promise<KitApp> {
       publicUrl: qrIdpUrl,
       apps: [{ appid: 'portal', secretHash: hashAppSecret(secrets.qrAppSecret), name: 'Portal', redirectUris: [`${origin}/callback/qr`] }],
       authenticateApp: requireBearer({ secret: secrets.phoneSecret, algorithms: ['HS256'], issuer: PHONE_ISSUER, audience: 'phone-app' }),
+      appTokenIssuer: PHONE_ISSUER,
     }),
   );
   for (const line of [
@@ -173,15 +174,16 @@ export async function startKitApp(store: KeyValueStore): Promise<KitApp> {
     loginUrl: `${origin}/login`,
     allowedRedirectPorts: [authListening.port],
   });
-  const corp = oidcProvider({
+  const corp = oidc({
     name: 'corp',
     issuer: oidcIdp.issuer,
     clientId: 'portal',
     clientSecret: secrets.oidcClientSecret,
-    redirectUri: `${origin}/callback/corp`,
+    baseUrl: origin,
     postLogoutRedirectUri: `${origin}/login`,
-    allowInsecureHttpForTesting: true,
+    rolesClaim: 'roles',
     store,
+    allowInsecureLocalDevelopment: true,
   });
   const qr = qrLogin({ providerUrl: qrIdpUrl, appid: 'portal', secret: secrets.qrAppSecret, redirectUri: `${origin}/callback/qr` });
   const bearer = requireBearer({ keys: apiKeys, algorithms: ['ES256'], issuer: API_ISSUER, audience: 'api' });
@@ -193,7 +195,6 @@ export async function startKitApp(store: KeyValueStore): Promise<KitApp> {
   authApp.use(express.json());
   authApp.use(express.urlencoded({ extended: false }));
   authApp.use(sessions);
-  authApp.use(oidcContext(corp));
   authApp.use(
     loginPortal({
       users,
@@ -210,10 +211,8 @@ export async function startKitApp(store: KeyValueStore): Promise<KitApp> {
     'GET /portal-assets/portal.css',
     'GET /portal-assets/portal.js',
   ]);
-  on('get', '/login/corp', oidcLogin(corp));
-  on('get', '/callback/corp', oidcCallback(corp));
-  on('post', '/logout/corp', oidcLogout(corp));
-  on('post', '/backchannel-logout/corp', backchannelLogout(corp, { sessions: sessions.manager }));
+  authApp.use(corp);
+  mounted('', ['GET /login/corp', 'GET /callback/corp', 'POST /logout/corp', 'POST /backchannel-logout/corp']);
   on('post', '/oidc/refresh', requireSession(), (req, res, next) => {
     if (!req.oidc)
       next(new UnauthorizedError({ code: 'oidc_login_required', detail: 'This session did not log in through OpenID Connect.' }));

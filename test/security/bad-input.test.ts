@@ -12,11 +12,9 @@ import request from 'supertest';
  */
 const KNOWN_ELSEWHERE: ReadonlyArray<{ where: string; request: RegExp }> = [
   {
-    where: 'lib/session/csrf-guard.ts: req.host is undefined for an HTTP/1.0 request without Host (TypeError, 500)',
-    request: /^[\w ]+: POST \/(login|logout|sessions\/revocations) with HTTP\/1\.0 without Host$/,
-  },
-  {
-    where: 'lib/oidc/session-bridge.ts: a non-https X-Forwarded-Proto throws a plain Error (500) instead of a 4xx',
+    where:
+      'lib/oidc/session-bridge.ts (requireSessionSupport): a request whose X-Forwarded-Proto (first value, from a trusted ' +
+      'proxy) is not https answers 500 oidc_misconfigured instead of a 4xx',
     request: /^[\w ]+: (GET|POST) \/(login|callback|logout)\/corp with X-Forwarded-Proto and -For garbage$/,
   },
 ];
