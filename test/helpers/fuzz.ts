@@ -117,13 +117,13 @@ function headerCases(origin: string): HeaderCase[] {
     {
       label: 'Cookie twice',
       headers: [
-        ['Cookie', 'sso.sid=s%3Aabc.def'],
-        ['Cookie', 'sso.sid=other'],
+        ['Cookie', '__Secure-sso.sid=s%3Aabc.def; sso.sid=s%3Aabc.def'],
+        ['Cookie', '__Secure-sso.sid=other'],
       ],
     },
-    { label: 'Cookie with bad escapes', headers: [['Cookie', 'sso.sid=%E0%A4%A; qr_binding=%; idp.sid=%00']] },
-    { label: 'Cookie without names', headers: [['Cookie', '=;;; ;=x; sso.sid']] },
-    { label: 'Cookie oversize', headers: [['Cookie', `sso.sid=${'a'.repeat(12_000)}`]] },
+    { label: 'Cookie with bad escapes', headers: [['Cookie', '__Secure-sso.sid=%E0%A4%A; sso.sid=%; qr_binding=%; idp.sid=%00']] },
+    { label: 'Cookie without names', headers: [['Cookie', '=;;; ;=x; __Secure-sso.sid; sso.sid']] },
+    { label: 'Cookie oversize', headers: [['Cookie', `__Secure-sso.sid=${'a'.repeat(12_000)}`]] },
     { label: 'Authorization scheme only', headers: [['Authorization', 'Bearer']] },
     { label: 'Authorization garbage Bearer', headers: [['Authorization', 'Bearer !!!.@@@.###']] },
     { label: 'Authorization unsigned JWT', headers: [['Authorization', 'Bearer eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.']] },
