@@ -1,14 +1,21 @@
 import cors from 'cors';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { ForbiddenError } from '../http/errors';
+import { redactPath } from '../http/log-redaction';
+import { debugChannel } from '../util/debug';
+import { checkOptions, OptionsError, type OptionSchema } from '../util/options';
+import { warnCredentialedBreadth } from './cors-warnings';
 import { compileOrigins } from './origin-matcher';
+
+const debug = debugChannel('cors');
 
 /** Options of {@link corsPreflight}. */
 export interface CorsPreflightOptions {
   /**
    * Origins allowed to read responses: exact origins (`https://shop.example.test`) and parent-domain patterns
    * (`https://*.example.test`, one or more labels before the parent; an explicit port only if written), or `'*'`
-   * for every origin (never together with `credentials`). Required.
+   * for every origin (never together with `credentials`). Required. With `credentials`, list exact origins: a
+   * pattern lets every matching subdomain read authenticated answers (a start-up warning says so).
    */
   origins: string | readonly string[];
   /** Send `Access-Control-Allow-Credentials: true`, so cookies and HTTP authentication go along. Default false. */
@@ -28,84 +35,76 @@ export interface CorsPreflightOptions {
   rejectDisallowedOrigins?: boolean;
 }
 
-const OPTION_KEYS = new Set([
-  'origins',
-  'credentials',
-  'methods',
-  'allowedHeaders',
-  'exposedHeaders',
-  'maxAgeSeconds',
-  'rejectDisallowedOrigins',
-]);
-const RENAMED: Record<string, string> = {
-  origin: 'origins',
-  maxAge: 'maxAgeSeconds',
-  headers: 'allowedHeaders',
-  allowHeaders: 'allowedHeaders',
-  exposeHeaders: 'exposedHeaders',
-};
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const DEFAULT_METHODS = ['GET', 'HEAD', 'PUT', 'PATCH', 'POST', 'DELETE'];
 const DEFAULT_ALLOWED_HEADERS = ['Content-Type', 'Authorization'];
 
-function looksLikeRequest(value: unknown): boolean {
-  return typeof value === 'object' && value !== null && 'headers' in value && 'method' in value;
+function names(what: string): OptionSchema[string] {
+  return {
+    type: 'string[]',
+    expected: `an array of ${what} names, e.g. ${what === 'method' ? '["GET", "POST"]' : '["Content-Type", "X-Request-Id"]'}`,
+    check: (list: readonly string[]) => {
+      if (list.includes('*')) return 'must list names explicitly; "*" is not accepted (browsers ignore it with credentials)';
+      const bad = list.find((item) => !TOKEN.test(item));
+      return bad === undefined ? undefined : `must contain header or method names, got ${JSON.stringify(bad)}`;
+    },
+  };
 }
 
-function tokenList(name: string, value: unknown, fallback: readonly string[]): string[] {
-  if (value === undefined) return [...fallback];
-  if (!Array.isArray(value)) throw new TypeError(`corsPreflight: ${name} must be an array of names, e.g. ["Content-Type", "X-Request-Id"]`);
-  for (const item of value) {
-    if (item === '*')
-      throw new TypeError(`corsPreflight: ${name} must list names explicitly; "*" is not accepted (browsers ignore it with credentials)`);
-    if (typeof item !== 'string' || !TOKEN.test(item))
-      throw new TypeError(`corsPreflight: ${name} must contain header or method names, got ${JSON.stringify(item)}`);
-  }
-  return [...value];
+const OPTIONS: OptionSchema = {
+  origins: {
+    type: ['string', 'string[]'],
+    required: true,
+    aliases: ['origin'],
+    expected: 'a list such as ["https://shop.example.test", "https://admin.example.test"], or "*"',
+  },
+  credentials: { type: 'boolean' },
+  methods: names('method'),
+  allowedHeaders: { ...names('header'), aliases: ['headers', 'allowHeaders'] },
+  exposedHeaders: { ...names('header'), aliases: ['exposeHeaders'] },
+  maxAgeSeconds: {
+    type: 'integer',
+    aliases: ['maxAge'],
+    expected: 'a whole number of seconds from 0 to 86400',
+    check: (seconds: number) => (seconds < 0 || seconds > 86_400 ? `must be from 0 to 86400, got ${seconds}` : undefined),
+  },
+  rejectDisallowedOrigins: { type: 'boolean' },
+};
+
+/** An attacker-chosen header value for a debug line: quoted and cut short. */
+function quoted(value: string): string {
+  return JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value);
 }
 
 /**
  * CORS for the apps of one parent domain, on the `cors` package with checks it lacks: origins are compiled and
  * validated once, a refused preflight (origin, method or a header not allowed) answers 403 problem+json without
- * CORS headers (spec §4.9) instead of a header-less 204, an allowed one answers 204, and `Vary: Origin` is set on
- * every answer so shared caches never mix them. Actual requests from other origins pass without CORS headers
- * (the browser then withholds the response), or get 403 with `rejectDisallowedOrigins`.
+ * CORS headers (a preflight answer outside 200–299 fails the Fetch standard's CORS-preflight fetch) instead of a
+ * header-less 204, an allowed
+ * one answers 204, and `Vary: Origin` is set on every answer so shared caches never mix them. Actual requests from
+ * other origins pass without CORS headers (the browser then withholds the response), or get 403 with
+ * `rejectDisallowedOrigins`. With `credentials`, list the exact origins that may read authenticated answers.
  *
  * @example
  * app.use('/api', corsPreflight({
- *   origins: ['https://*.example.test'],
+ *   origins: ['https://shop.example.test', 'https://admin.example.test'],
  *   credentials: true,
  *   allowedHeaders: ['Content-Type', 'Authorization', 'X-Request-Id'],
  * }));
  */
 export function corsPreflight(options: CorsPreflightOptions): RequestHandler {
-  if (looksLikeRequest(options)) {
-    throw new TypeError(
-      "corsPreflight: it was mounted as middleware itself; call it: app.use(corsPreflight({ origins: ['https://*.example.test'] }))",
-    );
-  }
-  if (options === null || typeof options !== 'object')
-    throw new TypeError("corsPreflight: pass options, e.g. { origins: ['https://shop.example.test'] }");
-  for (const key of Object.keys(options)) {
-    if (!OPTION_KEYS.has(key)) {
-      const hint = RENAMED[key] ? `; use "${RENAMED[key]}"` : `; known options are ${[...OPTION_KEYS].join(', ')}`;
-      throw new TypeError(`corsPreflight: unknown option "${key}"${hint}`);
-    }
-  }
+  checkOptions('corsPreflight', options, OPTIONS);
   const { credentials = false, maxAgeSeconds = 600, rejectDisallowedOrigins = false } = options;
-  if (typeof credentials !== 'boolean') throw new TypeError('corsPreflight: credentials must be true or false');
-  if (typeof rejectDisallowedOrigins !== 'boolean') throw new TypeError('corsPreflight: rejectDisallowedOrigins must be true or false');
-  if (!Number.isInteger(maxAgeSeconds) || maxAgeSeconds < 0)
-    throw new TypeError(`corsPreflight: maxAgeSeconds must be a whole number of seconds ≥ 0, got ${String(maxAgeSeconds)}`);
   const matcher = compileOrigins(options.origins);
   if (matcher.any && credentials) {
-    throw new TypeError(
-      'corsPreflight: origins "*" cannot be combined with credentials: true; list the origins, e.g. ["https://*.example.test"]',
+    throw new OptionsError(
+      'corsPreflight: origins "*" cannot be combined with credentials: true; list the origins, e.g. ["https://shop.example.test"]',
     );
   }
-  const methods = tokenList('methods', options.methods, DEFAULT_METHODS).map((method) => method.toUpperCase());
-  const allowedHeaders = tokenList('allowedHeaders', options.allowedHeaders, DEFAULT_ALLOWED_HEADERS);
-  const exposedHeaders = tokenList('exposedHeaders', options.exposedHeaders, []);
+  if (credentials) warnCredentialedBreadth(matcher);
+  const methods = [...(options.methods ?? DEFAULT_METHODS)].map((method) => method.toUpperCase());
+  const allowedHeaders = [...(options.allowedHeaders ?? DEFAULT_ALLOWED_HEADERS)];
+  const exposedHeaders = [...(options.exposedHeaders ?? [])];
   const allowedMethodSet = new Set(methods);
   const allowedHeaderSet = new Set(allowedHeaders.map((name) => name.toLowerCase()));
 
@@ -122,6 +121,7 @@ export function corsPreflight(options: CorsPreflightOptions): RequestHandler {
   const decorateActual = cors({ ...shared, preflightContinue: true });
 
   const refuse = (detail: string) => new ForbiddenError({ code: 'cors_refused', detail });
+  const originRefused = () => refuse('This origin may not make cross-origin requests here.');
 
   return function corsPreflightMiddleware(req: Request, res: Response, next: NextFunction): void {
     // Every answer depends on Origin, refused and non-CORS ones included, so caches must key on it.
@@ -138,32 +138,38 @@ export function corsPreflight(options: CorsPreflightOptions): RequestHandler {
         decorateActual(req, res, next);
         return;
       }
-      next(rejectDisallowedOrigins ? refuse('This origin may not make cross-origin requests here.') : undefined);
+      debug(
+        '%s %s from origin %s: not allowed, %s',
+        req.method,
+        redactPath(req.originalUrl),
+        quoted(origin),
+        rejectDisallowedOrigins ? '403' : 'no CORS headers',
+      );
+      next(rejectDisallowedOrigins ? originRefused() : undefined);
       return;
     }
     res.vary('Access-Control-Request-Method');
     res.vary('Access-Control-Request-Headers');
     if (!matcher.matches(origin)) {
-      next(refuse('This origin may not make cross-origin requests here.'));
+      debug('refused preflight for %s: origin %s is not allowed', redactPath(req.originalUrl), quoted(origin));
+      next(originRefused());
       return;
     }
     if (!allowedMethodSet.has(requestedMethod.toUpperCase())) {
-      next(
-        refuse(
-          `Cross-origin ${TOKEN.test(requestedMethod) && requestedMethod.length <= 20 ? requestedMethod : 'such'} requests are not allowed here.`,
-        ),
-      );
+      debug('refused preflight for %s from %s: method %s is not allowed', redactPath(req.originalUrl), origin, quoted(requestedMethod));
+      const named = TOKEN.test(requestedMethod) && requestedMethod.length <= 20 ? requestedMethod : 'such';
+      next(refuse(`Cross-origin ${named} requests are not allowed here.`));
       return;
     }
     const requestedHeaders = req.headers['access-control-request-headers'];
-    if (requestedHeaders) {
-      for (const name of requestedHeaders.split(',')) {
-        const header = name.trim().toLowerCase();
-        if (header !== '' && !allowedHeaderSet.has(header)) {
-          next(refuse('A requested header is not allowed in cross-origin requests here.'));
-          return;
-        }
-      }
+    const refusedHeader = requestedHeaders
+      ?.split(',')
+      .map((name) => name.trim().toLowerCase())
+      .find((header) => header !== '' && !allowedHeaderSet.has(header));
+    if (refusedHeader !== undefined) {
+      debug('refused preflight for %s from %s: header %s is not allowed', redactPath(req.originalUrl), origin, quoted(refusedHeader));
+      next(refuse('A requested header is not allowed in cross-origin requests here.'));
+      return;
     }
     answerPreflight(req, res, next);
   };

@@ -1,7 +1,13 @@
+import { OptionsError } from '../util/options';
+
 /** Decides whether an `Origin` header value is one of the configured origins. */
 export interface OriginMatcher {
   /** True when every origin is allowed (`origins: '*'`). */
   readonly any: boolean;
+  /** The exact origins, as configured. */
+  readonly exactOrigins: readonly string[];
+  /** The wildcard patterns (`https://*.example.test`), as configured. */
+  readonly patterns: readonly string[];
   matches(origin: string | undefined): boolean;
 }
 
@@ -12,8 +18,8 @@ function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
-function badEntry(entry: unknown, why: string): TypeError {
-  return new TypeError(
+function badEntry(entry: unknown, why: string): OptionsError {
+  return new OptionsError(
     `corsPreflight: origins must list full origins like "https://app.example.com" or patterns like "https://*.example.com", got ${JSON.stringify(entry)}${why ? ` (${why})` : ''}`,
   );
 }
@@ -56,7 +62,7 @@ function patternOrigin(entry: string): RegExp {
 
 /**
  * Compiles the allowed origins once: exact origins go into a Set, `https://*.parent` patterns into anchored
- * expressions. Throws a `TypeError` quoting the first entry that is not a full origin.
+ * expressions. Throws an `OptionsError` (a `TypeError`) quoting the first entry that is not a full origin.
  *
  * @example
  * const matcher = compileOrigins(['https://shop.example.test', 'https://*.example.test']);
@@ -66,23 +72,33 @@ function patternOrigin(entry: string): RegExp {
 export function compileOrigins(origins: string | readonly string[]): OriginMatcher {
   const entries = typeof origins === 'string' ? [origins] : origins;
   if (!Array.isArray(entries) || entries.length === 0) {
-    throw new TypeError(
+    throw new OptionsError(
       'corsPreflight: origins is required: a list such as ["https://shop.example.test", "https://*.example.test"], or "*"',
     );
   }
   if (entries.includes('*')) {
-    if (entries.length > 1) throw new TypeError('corsPreflight: origins "*" allows every origin; do not list others beside it');
-    return Object.freeze({ any: true, matches: (origin: string | undefined) => typeof origin === 'string' });
+    if (entries.length > 1) throw new OptionsError('corsPreflight: origins "*" allows every origin; do not list others beside it');
+    return Object.freeze({
+      any: true,
+      exactOrigins: Object.freeze([]),
+      patterns: Object.freeze([]),
+      matches: (origin: string | undefined) => typeof origin === 'string',
+    });
   }
   const exact = new Set<string>();
   const patterns: RegExp[] = [];
+  const patternEntries: string[] = [];
   for (const entry of entries) {
     if (typeof entry !== 'string') throw badEntry(entry, 'not a string');
-    if (entry.includes('*')) patterns.push(patternOrigin(entry));
-    else exact.add(exactOrigin(entry));
+    if (entry.includes('*')) {
+      patterns.push(patternOrigin(entry));
+      patternEntries.push(entry);
+    } else exact.add(exactOrigin(entry));
   }
   return Object.freeze({
     any: false,
+    exactOrigins: Object.freeze([...exact]),
+    patterns: Object.freeze(patternEntries),
     matches(origin: string | undefined): boolean {
       if (typeof origin !== 'string') return false;
       if (exact.has(origin)) return true;

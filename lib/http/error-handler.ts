@@ -1,12 +1,18 @@
-import type { ErrorRequestHandler, Request, Response } from 'express';
-import { StoreUnavailableError } from '../store/port';
-import { HttpError, ServiceUnavailableError } from './errors';
+import type { ErrorRequestHandler, NextFunction, Request, Response } from 'express';
+import { checkOptions } from '../util/options';
+import { HttpError } from './errors';
+import { redactCredentials } from '../util/debug';
+import { redactPath, routePattern } from './log-redaction';
+import { toHttpError } from './to-http-error';
+
+export { toHttpError } from './to-http-error';
 
 /** Options of {@link errorHandler}. */
 export interface ErrorHandlerOptions {
   /**
-   * Receives every error with status ≥ 500 (and nothing else) for logging. The request line is given without its
-   * query string, since a query can carry codes or tokens. Default: one line on `console.error`.
+   * Receives every error with status ≥ 500 (and nothing else) for logging. The entry holds no query string and no
+   * path segment that may be a credential (see {@link ErrorLogEntry}). Default: one line on `console.error`;
+   * `false` turns logging off.
    */
   log?: ((entry: ErrorLogEntry) => void) | false;
   /**
@@ -20,37 +26,21 @@ export interface ErrorHandlerOptions {
   typeBaseUri?: string;
 }
 
-/** What {@link ErrorHandlerOptions.log} receives. */
+/** What {@link ErrorHandlerOptions.log} receives. Nothing in it is a code, token, state, cookie or password. */
 export interface ErrorLogEntry {
   status: number;
   code: string;
   name: string;
+  /** The error's message, with runs that look like tokens replaced by `[redacted]`. */
   message: string;
   method: string;
+  /**
+   * The request path without its query, with every segment that may be a credential (a QR `auth_code`, a session
+   * handle, anything percent-encoded) replaced by `[redacted]`.
+   */
   path: string;
-}
-
-interface ParserError {
-  type?: unknown;
-  status?: unknown;
-  expose?: unknown;
-}
-
-/** Maps anything thrown to an {@link HttpError}: our own as is, body-parser's by status, the rest to 500. */
-export function toHttpError(error: unknown): HttpError {
-  if (error instanceof HttpError) return error;
-  if (error instanceof StoreUnavailableError) {
-    return new ServiceUnavailableError({ code: 'store_unavailable', detail: 'The session store is unavailable. Try again shortly.' });
-  }
-  const parser = error as ParserError;
-  if (typeof parser?.status === 'number' && parser.status >= 400 && parser.status < 500 && parser.expose === true) {
-    const detail = parser.type === 'entity.parse.failed' ? 'The request body is not valid for its Content-Type.' : undefined;
-    return new HttpError(parser.status, {
-      code: typeof parser.type === 'string' ? parser.type.replace(/\./g, '_') : undefined,
-      ...(detail ? { detail } : {}),
-    });
-  }
-  return new HttpError(500, { code: 'internal_error', cause: error });
+  /** The pattern of the route that failed, relative to its router (`/sns/qr-logins/:authCode/events`), when one did. */
+  route?: string;
 }
 
 function escapeHtml(text: string): string {
@@ -65,44 +55,57 @@ function defaultLog(entry: ErrorLogEntry): void {
   console.error(`[express-sso-kit] ${entry.status} ${entry.code} ${entry.method} ${entry.path}: ${entry.name}: ${entry.message}`);
 }
 
+function logEntry(problem: HttpError, req: Request): ErrorLogEntry {
+  const cause = problem.status === 500 && problem.cause instanceof Error ? problem.cause : problem;
+  const route = routePattern(req);
+  return {
+    status: problem.status,
+    code: problem.code,
+    name: cause.name,
+    message: redactCredentials(cause.message),
+    method: req.method,
+    path: redactPath(req.originalUrl ?? req.url),
+    ...(route !== undefined ? { route } : {}),
+  };
+}
+
 /**
  * Renders the kit's errors (and any other) as RFC 9457 `application/problem+json`, with the status and headers
- * the error carries. Mount it last.
+ * the error carries: bad input of any library (a malformed percent-escape, an unparsable or oversized body) as its
+ * 4xx with a stable code, outages as 503, anything unexpected as 500 without its message. Mount it last.
  *
  * @example
  * app.use(errorHandler({ html: true, homeUrl: 'https://shop.example.test/' }));
  */
 export function errorHandler(options: ErrorHandlerOptions = {}): ErrorRequestHandler {
-  if (options.log !== undefined && options.log !== false && typeof options.log !== 'function') {
-    throw new TypeError('errorHandler: log must be a function or false');
-  }
+  checkOptions('errorHandler', options, {
+    log: {
+      type: ['function', 'boolean'],
+      expected: 'a function or false',
+      check: (value: unknown) => (value === true ? 'must be a function or false (logging is on by default)' : undefined),
+    },
+    html: { type: 'boolean' },
+    homeUrl: { type: 'string' },
+    typeBaseUri: { type: 'string' },
+  });
   const log = options.log === false ? undefined : (options.log ?? defaultLog);
+  const html = options.html === true;
   const homeUrl = options.homeUrl ?? '/';
   const typeBase = options.typeBaseUri;
 
-  return function errorHandlerMiddleware(error: unknown, req: Request, res: Response, next: (err?: unknown) => void) {
+  return function errorHandlerMiddleware(error: unknown, req: Request, res: Response, next: NextFunction) {
     if (res.headersSent) {
       next(error);
       return;
     }
     const problem = toHttpError(error);
-    if (problem.status >= 500 && log) {
-      const cause = problem.status === 500 && problem.cause instanceof Error ? problem.cause : problem;
-      log({
-        status: problem.status,
-        code: problem.code,
-        name: cause.name,
-        message: cause.message,
-        method: req.method,
-        path: req.originalUrl.split('?')[0] ?? req.originalUrl,
-      });
-    }
+    if (problem.status >= 500 && log) log(logEntry(problem, req));
     res.status(problem.status);
     for (const [name, value] of Object.entries(problem.headers)) res.setHeader(name, value);
     res.setHeader('Cache-Control', 'no-store');
 
     const detail = problem.expose ? problem.detail : problem.status === 500 ? 'An unexpected error occurred.' : problem.detail;
-    if (options.html && wantsHtml(req)) {
+    if (html && wantsHtml(req)) {
       res
         .type('html')
         .send(

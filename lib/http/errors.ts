@@ -7,7 +7,10 @@ export interface FieldError {
 
 /** Options shared by every {@link HttpError}. */
 export interface HttpErrorOptions {
-  /** Stable machine-readable code, e.g. `invalid_token`, `session_required`. */
+  /**
+   * Stable machine-readable code, e.g. `invalid_token`, `session_required`. Default: the status's reason phrase in
+   * snake case (`bad_request`, `content_too_large`); `client_error`/`server_error` for statuses without one.
+   */
   code?: string;
   /** Human-readable explanation of this occurrence; never contains secrets or library internals. */
   detail?: string;
@@ -21,21 +24,43 @@ export interface HttpErrorOptions {
 const TITLES: Record<number, string> = {
   400: 'Bad Request',
   401: 'Unauthorized',
+  402: 'Payment Required',
   403: 'Forbidden',
   404: 'Not Found',
   405: 'Method Not Allowed',
   406: 'Not Acceptable',
+  407: 'Proxy Authentication Required',
+  408: 'Request Timeout',
   409: 'Conflict',
   410: 'Gone',
+  411: 'Length Required',
+  412: 'Precondition Failed',
   413: 'Content Too Large',
+  414: 'URI Too Long',
   415: 'Unsupported Media Type',
+  416: 'Range Not Satisfiable',
+  417: 'Expectation Failed',
+  421: 'Misdirected Request',
   422: 'Unprocessable Content',
+  423: 'Locked',
+  424: 'Failed Dependency',
+  425: 'Too Early',
+  426: 'Upgrade Required',
+  428: 'Precondition Required',
   429: 'Too Many Requests',
+  431: 'Request Header Fields Too Large',
+  451: 'Unavailable For Legal Reasons',
   500: 'Internal Server Error',
+  501: 'Not Implemented',
   502: 'Bad Gateway',
   503: 'Service Unavailable',
   504: 'Gateway Timeout',
 };
+
+/** The RFC 9110 reason phrase of a status; other statuses of a class get the class's name. */
+function titleOf(status: number): string {
+  return TITLES[status] ?? (status >= 500 ? 'Server Error' : status >= 400 ? 'Client Error' : 'Error');
+}
 
 /**
  * The base of the kit's error family. Middlewares pass these to `next(err)`; {@link errorHandler} renders them
@@ -58,7 +83,7 @@ export class HttpError extends Error {
   readonly expose: boolean;
 
   constructor(status: number, options: HttpErrorOptions = {}) {
-    const title = TITLES[status] ?? 'Error';
+    const title = titleOf(status);
     super(options.detail ?? title, options.cause === undefined ? undefined : { cause: options.cause });
     this.status = status;
     this.statusCode = status;

@@ -1,15 +1,30 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { OptionsError, refuseMiddlewareUse } from '../util/options';
 import { MethodNotAllowedError, NotAcceptableError, NotFoundError } from './errors';
 
+const METHOD = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+function nameList(factory: string, value: unknown, example: string): string[] {
+  refuseMiddlewareUse(factory, value, `app.use(${factory}(${example}))`);
+  if (!Array.isArray(value) || value.length === 0 || value.some((item) => typeof item !== 'string' || item === '')) {
+    throw new OptionsError(`${factory}: pass a non-empty array of names, e.g. ${factory}(${example})`);
+  }
+  return [...(value as string[])];
+}
+
 /**
- * Answers 404 problem+json for anything that reached it. Mount after the routes, before {@link errorHandler}.
+ * Answers 404 problem+json (`not_found`) for anything that reached it. Mount after the routes, before
+ * {@link errorHandler}. The answer does not repeat the path, which may carry anything a client sent.
  *
  * @example
  * app.use(notFound());
  */
 export function notFound(): RequestHandler {
-  return function notFoundMiddleware(req: Request, _res: Response, next: NextFunction) {
-    next(new NotFoundError({ detail: `Nothing is found at ${req.path}.` }));
+  // `app.use(notFound)` would call this with the request and leave it hanging; say what to write instead.
+  // eslint-disable-next-line prefer-rest-params
+  refuseMiddlewareUse('notFound', arguments[0], 'app.use(notFound())');
+  return function notFoundMiddleware(_req: Request, _res: Response, next: NextFunction) {
+    next(new NotFoundError({ detail: 'Nothing is found at this address.' }));
   };
 }
 
@@ -21,10 +36,10 @@ export function notFound(): RequestHandler {
  * router.route('/notes/:id').get(read).put(replace).delete(remove).all(methodNotAllowed(['GET', 'PUT', 'DELETE']));
  */
 export function methodNotAllowed(allowed: readonly string[]): RequestHandler {
-  if (!Array.isArray(allowed) || allowed.length === 0) {
-    throw new TypeError('methodNotAllowed: pass the methods the resource allows, e.g. ["GET", "POST"]');
-  }
-  const methods = new Set(allowed.map((method) => method.toUpperCase()));
+  const names = nameList('methodNotAllowed', allowed, '["GET", "POST"]');
+  const invalid = names.find((name) => !METHOD.test(name));
+  if (invalid !== undefined) throw new OptionsError(`methodNotAllowed: ${JSON.stringify(invalid)} is not an HTTP method name`);
+  const methods = new Set(names.map((method) => method.toUpperCase()));
   if (methods.has('GET')) methods.add('HEAD');
   methods.add('OPTIONS');
   const list = [...methods];
@@ -40,10 +55,7 @@ export function methodNotAllowed(allowed: readonly string[]): RequestHandler {
  * router.get('/notes', requireRepresentation(['application/json']), list);
  */
 export function requireRepresentation(types: readonly string[]): RequestHandler {
-  if (!Array.isArray(types) || types.length === 0) {
-    throw new TypeError('requireRepresentation: pass the media types the resource offers, e.g. ["application/json"]');
-  }
-  const offered = [...types];
+  const offered = nameList('requireRepresentation', types, '["application/json"]');
   return function requireRepresentationMiddleware(req: Request, _res: Response, next: NextFunction) {
     if (req.accepts(offered) === false) {
       next(new NotAcceptableError(offered, { detail: `Available representations: ${offered.join(', ')}.` }));

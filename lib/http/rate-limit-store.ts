@@ -1,5 +1,6 @@
 import type { ClientRateLimitInfo, Options as RateLimitOptions, Store } from 'express-rate-limit';
 import type { KeyValueStore } from '../store/port';
+import { checkOptions } from '../util/options';
 
 /** Options of {@link KeyValueRateLimitStore}. */
 export interface KeyValueRateLimitStoreOptions {
@@ -27,17 +28,21 @@ export class KeyValueRateLimitStore implements Store {
   private windowSeconds = 60;
 
   constructor(options: KeyValueRateLimitStoreOptions) {
-    if (!options || typeof options !== 'object' || !options.store || typeof options.store.increment !== 'function') {
-      throw new TypeError(
-        'KeyValueRateLimitStore: store must be a KeyValueStore, e.g. new KeyValueRateLimitStore({ store: new RedisStore(url) })',
-      );
-    }
-    const prefix = options.prefix ?? 'rl:';
-    if (typeof prefix !== 'string' || /[{}]/.test(prefix)) {
-      throw new TypeError(`KeyValueRateLimitStore: prefix must be a string without "{" or "}", got ${JSON.stringify(prefix)}`);
-    }
+    checkOptions('KeyValueRateLimitStore', options, {
+      store: {
+        type: 'object',
+        required: true,
+        expected: 'a KeyValueStore, e.g. new KeyValueRateLimitStore({ store: new RedisStore(url) })',
+        check: (store: { increment?: unknown }) =>
+          typeof store.increment === 'function' ? undefined : 'must be a KeyValueStore, e.g. new RedisStore(url)',
+      },
+      prefix: {
+        type: 'string',
+        check: (prefix: string) => (/[{}]/.test(prefix) ? `must not contain "{" or "}", got ${JSON.stringify(prefix)}` : undefined),
+      },
+    });
     this.store = options.store;
-    this.prefix = prefix;
+    this.prefix = options.prefix ?? 'rl:';
   }
 
   /** Called once by express-rate-limit with its options; the window length becomes the counters' expiry. */

@@ -1,5 +1,8 @@
+import { OptionsError } from '../util/options';
+
 /**
- * The permission grammar. A permission binds an action to a resource (spec §2.9):
+ * The permission grammar. A user has roles, a role is a set of permissions, and a permission binds an action to a
+ * resource:
  *
  *   permission := action ":" resource        (split at the first ":")
  *   action     := "*" | name
@@ -53,7 +56,7 @@ function parseResource(resource: string, where: string, original: unknown): Pick
   segments.forEach((segment, index) => {
     if (segment === '*' && index === last && index > 0) return;
     if (!NAME.test(segment)) {
-      throw new TypeError(
+      throw new OptionsError(
         `${where}: malformed permission ${describe(original)}: resource segments are names of letters, digits, "_", "-", ".", "/", ` +
           `and "*" may only stand alone or as the last segment (e.g. "read:reports:*")`,
       );
@@ -64,7 +67,7 @@ function parseResource(resource: string, where: string, original: unknown): Pick
 }
 
 /**
- * Parses one permission, throwing a `TypeError` that quotes it when it does not follow the grammar.
+ * Parses one permission, throwing an `OptionsError` (a `TypeError`) that quotes it when it does not follow the grammar.
  *
  * @example
  * parsePermission('read:reports:*'); // { action: 'read', resource: 'reports:', kind: 'prefix' }
@@ -75,7 +78,9 @@ export function parsePermission(permission: Permission, where = 'parsePermission
   if (typeof permission === 'string') {
     const colon = permission.indexOf(':');
     if (colon <= 0 || colon === permission.length - 1) {
-      throw new TypeError(`${where}: malformed permission ${describe(permission)}: write "action:resource", e.g. "read:reports" or "*:*"`);
+      throw new OptionsError(
+        `${where}: malformed permission ${describe(permission)}: write "action:resource", e.g. "read:reports" or "*:*"`,
+      );
     }
     action = permission.slice(0, colon);
     resource = permission.slice(colon + 1);
@@ -84,18 +89,20 @@ export function parsePermission(permission: Permission, where = 'parsePermission
     resource = permission.resource;
     const extra = Object.keys(permission).filter((key) => key !== 'action' && key !== 'resource');
     if (extra.length > 0) {
-      throw new TypeError(
+      throw new OptionsError(
         `${where}: malformed permission ${describe(permission)}: only "action" and "resource" are allowed, got "${extra.join('", "')}"`,
       );
     }
   } else {
-    throw new TypeError(`${where}: malformed permission ${describe(permission)}: give a string "action:resource" or { action, resource }`);
+    throw new OptionsError(
+      `${where}: malformed permission ${describe(permission)}: give a string "action:resource" or { action, resource }`,
+    );
   }
   if (typeof action !== 'string' || (action !== '*' && !NAME.test(action))) {
-    throw new TypeError(`${where}: malformed permission ${describe(permission)}: the action must be "*" or a name like "read"`);
+    throw new OptionsError(`${where}: malformed permission ${describe(permission)}: the action must be "*" or a name like "read"`);
   }
   if (typeof resource !== 'string' || resource.length === 0) {
-    throw new TypeError(`${where}: malformed permission ${describe(permission)}: the resource must be "*" or a name like "reports"`);
+    throw new OptionsError(`${where}: malformed permission ${describe(permission)}: the resource must be "*" or a name like "reports"`);
   }
   return { action, ...parseResource(resource, where, permission) };
 }

@@ -1,3 +1,4 @@
+import { checkOptions, OptionsError } from '../util/options';
 import { GrantSet, isConcreteRequest, parsePermission, type Permission } from './permission';
 
 /** One role: the permissions it grants and the roles whose permissions it includes. */
@@ -32,7 +33,6 @@ export interface Policy {
   permissionsOf(subject: PermissionSubject | readonly string[] | null | undefined): string[];
 }
 
-const ROLE_KEYS = new Set(['permissions', 'inherits']);
 // Control characters in a role name are never intended and would garble logs and error messages.
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/;
@@ -45,28 +45,20 @@ function rolesOf(subject: PermissionSubject | readonly string[] | null | undefin
 
 function validateRole(name: string, definition: unknown): asserts definition is RoleDefinition {
   if (name.length === 0 || CONTROL.test(name))
-    throw new TypeError(`createPolicy: role names must be non-empty printable strings, got ${JSON.stringify(name)}`);
-  if (definition === null || typeof definition !== 'object' || Array.isArray(definition)) {
-    throw new TypeError(`createPolicy: role "${name}" must be an object { permissions: [...], inherits?: [...] }`);
-  }
-  for (const key of Object.keys(definition)) {
-    if (!ROLE_KEYS.has(key))
-      throw new TypeError(`createPolicy: role "${name}" has an unknown option "${key}"; use "permissions" and "inherits"`);
-  }
-  const { permissions, inherits } = definition as { permissions?: unknown; inherits?: unknown };
-  if (!Array.isArray(permissions)) {
-    throw new TypeError(
-      `createPolicy: role "${name}" needs permissions: an array such as ["read:reports"] (it may be empty when the role only inherits)`,
-    );
-  }
-  if (inherits !== undefined && (!Array.isArray(inherits) || inherits.some((role) => typeof role !== 'string'))) {
-    throw new TypeError(`createPolicy: role "${name}": inherits must be an array of role names`);
-  }
+    throw new OptionsError(`createPolicy: role names must be non-empty printable strings, got ${JSON.stringify(name)}`);
+  checkOptions(`createPolicy: role "${name}"`, definition, {
+    permissions: {
+      type: 'array',
+      required: true,
+      expected: 'an array such as ["read:reports"] (it may be empty when the role only inherits)',
+    },
+    inherits: { type: 'string[]', expected: 'an array of role names' },
+  });
 }
 
 /**
  * Compiles a role → permission policy once: permissions are parsed, inheritance is resolved (unknown roles and
- * cycles are `TypeError`s naming the roles), and each role gets a precomputed look-up, so {@link Policy.can} costs
+ * cycles are `OptionsError`s (`TypeError`s) naming the roles), and each role gets a precomputed look-up, so {@link Policy.can} costs
  * a few Set look-ups per role.
  *
  * @example
@@ -80,15 +72,9 @@ function validateRole(name: string, definition: unknown): asserts definition is 
  * policy.can(req.user, 'write', 'reports:42'); // true for an editor
  */
 export function createPolicy(options: PolicyOptions): Policy {
-  if (
-    options === null ||
-    typeof options !== 'object' ||
-    options.roles === null ||
-    typeof options.roles !== 'object' ||
-    Array.isArray(options.roles)
-  ) {
-    throw new TypeError('createPolicy: pass { roles: { <name>: { permissions: [...], inherits?: [...] } } }');
-  }
+  checkOptions('createPolicy', options, {
+    roles: { type: 'object', required: true, expected: '{ <name>: { permissions: [...], inherits?: [...] } }' },
+  });
   const definitions = new Map<string, RoleDefinition>();
   const own = new Map<string, GrantSet>();
   for (const [name, definition] of Object.entries(options.roles)) {
@@ -100,7 +86,7 @@ export function createPolicy(options: PolicyOptions): Policy {
   }
   for (const [name, definition] of definitions) {
     for (const parent of definition.inherits ?? []) {
-      if (!definitions.has(parent)) throw new TypeError(`createPolicy: role "${name}" inherits "${parent}", which is not defined`);
+      if (!definitions.has(parent)) throw new OptionsError(`createPolicy: role "${name}" inherits "${parent}", which is not defined`);
     }
   }
 
@@ -111,7 +97,7 @@ export function createPolicy(options: PolicyOptions): Policy {
     if (done) return done;
     if (path.includes(name)) {
       const cycle = [...path.slice(path.indexOf(name)), name];
-      throw new TypeError(`createPolicy: roles inherit in a cycle: ${cycle.map((role) => `"${role}"`).join(' → ')}`);
+      throw new OptionsError(`createPolicy: roles inherit in a cycle: ${cycle.map((role) => `"${role}"`).join(' → ')}`);
     }
     const grants = new GrantSet();
     grants.addAll(own.get(name) as GrantSet);

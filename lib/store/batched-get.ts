@@ -1,3 +1,4 @@
+import { checkOptions } from '../util/options';
 import { isCluster, type RedisClient } from './redis-connection';
 
 interface PendingRead {
@@ -33,11 +34,11 @@ export class BatchedGet {
   private scheduled = false;
 
   constructor(client: RedisClient, options: BatchedGetOptions = {}) {
-    const maxBatch = options.maxBatch ?? 128;
-    if (!Number.isInteger(maxBatch) || maxBatch < 1)
-      throw new TypeError(`BatchedGet: maxBatch must be a positive integer, got ${String(options.maxBatch)}`);
+    checkOptions('BatchedGet', options, {
+      maxBatch: { type: 'integer', check: (size: number) => (size < 1 ? `must be at least 1, got ${size}` : undefined) },
+    });
     this.client = client;
-    this.maxBatch = maxBatch;
+    this.maxBatch = options.maxBatch ?? 128;
     this.batching = !isCluster(client);
   }
 

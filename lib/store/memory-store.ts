@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
-import type { KeyValueStore } from './port';
+import { checkOptions } from '../util/options';
+import { StoreWrongTypeError, type KeyValueStore } from './port';
 
 interface Entry {
   value: string | Set<string>;
@@ -8,8 +9,8 @@ interface Entry {
 
 /** Options of {@link MemoryStore}. */
 export interface MemoryStoreOptions {
-  /** How often expired keys are swept, in milliseconds. Reads also drop expired keys. Default 30000. */
-  sweepIntervalMs?: number;
+  /** How often expired keys are swept, in seconds (fractions allowed). Reads also drop expired keys. Default 30. */
+  sweepIntervalSeconds?: number;
 }
 
 /**
@@ -27,12 +28,16 @@ export class MemoryStore implements KeyValueStore {
   private readonly sweeper: NodeJS.Timeout;
 
   constructor(options: MemoryStoreOptions = {}) {
-    const interval = options.sweepIntervalMs ?? 30_000;
-    if (!Number.isInteger(interval) || interval <= 0) {
-      throw new TypeError(`MemoryStore: sweepIntervalMs must be a positive integer, got ${String(interval)}`);
-    }
+    checkOptions('MemoryStore', options, {
+      sweepIntervalSeconds: {
+        type: 'number',
+        expected: 'a number of seconds, e.g. 30',
+        check: (seconds: number) => (seconds >= 0.001 && seconds <= 86_400 ? undefined : `must be from 0.001 to 86400, got ${seconds}`),
+      },
+    });
+    const intervalMillis = Math.max(1, Math.round((options.sweepIntervalSeconds ?? 30) * 1000));
     this.channels.setMaxListeners(0);
-    this.sweeper = setInterval(() => this.sweep(), interval);
+    this.sweeper = setInterval(() => this.sweep(), intervalMillis);
     this.sweeper.unref();
   }
 
@@ -59,7 +64,7 @@ export class MemoryStore implements KeyValueStore {
   private stringAt(key: string): string | null {
     const entry = this.live(key);
     if (!entry) return null;
-    if (typeof entry.value !== 'string') throw new TypeError(`MemoryStore: key "${key}" holds a set, not a string`);
+    if (typeof entry.value !== 'string') throw new StoreWrongTypeError('a string');
     return entry.value;
   }
 
@@ -119,7 +124,7 @@ export class MemoryStore implements KeyValueStore {
       this.entries.set(key, { value: '1', expiresAt: MemoryStore.expiry(windowSeconds) });
       return 1;
     }
-    if (typeof entry.value !== 'string') throw new TypeError(`MemoryStore: key "${key}" holds a set, not a counter`);
+    if (typeof entry.value !== 'string') throw new StoreWrongTypeError('a counter');
     const next = Number(entry.value) + 1;
     entry.value = String(next);
     return next;
@@ -131,7 +136,7 @@ export class MemoryStore implements KeyValueStore {
       entry = { value: new Set<string>(), expiresAt: null };
       this.entries.set(key, entry);
     }
-    if (typeof entry.value === 'string') throw new TypeError(`MemoryStore: key "${key}" holds a string, not a set`);
+    if (typeof entry.value === 'string') throw new StoreWrongTypeError('a set');
     for (const member of members) entry.value.add(member);
     if (ttlSeconds !== undefined) entry.expiresAt = MemoryStore.expiry(ttlSeconds);
   }

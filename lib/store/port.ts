@@ -62,3 +62,20 @@ export class StoreUnavailableError extends Error {
     super(message, options);
   }
 }
+
+/**
+ * A store operation met a key holding another kind of value (a set read as a string): a bug in the caller, not an
+ * outage, so it is not a 503. Both stores throw it, RedisStore for Redis's `WRONGTYPE` reply.
+ *
+ * @example
+ * await store.addToSet('members:{x}', ['a']);
+ * await store.get('members:{x}'); // rejects with StoreWrongTypeError, code 'store_wrong_type'
+ */
+export class StoreWrongTypeError extends TypeError {
+  override readonly name = 'StoreWrongTypeError';
+  readonly code = 'store_wrong_type';
+  constructor(expected?: 'a string' | 'a set' | 'a counter', options?: { cause?: unknown }) {
+    // The key is not named: keys can embed session ids and other handles.
+    super(`the key holds another kind of value than ${expected ?? 'the operation expects'}`, options);
+  }
+}

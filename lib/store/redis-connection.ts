@@ -1,5 +1,6 @@
 import Redis, { Cluster } from 'ioredis';
 import type { ClusterNode, ClusterOptions, RedisOptions, SentinelAddress } from 'ioredis';
+import { checkOptions, type OptionSchema } from '../util/options';
 
 /** A client the kit accepts wherever it needs Redis: a single node (direct or through Sentinel) or a Cluster. */
 export type RedisClient = Redis | Cluster;
@@ -40,21 +41,41 @@ const FAIL_FAST_DEFAULTS: RedisOptions = {
   reconnectOnError: (error: Error) => error.message.startsWith('READONLY'),
 };
 
-function validate(options: RedisConnectionOptions): void {
-  const modes = [options.url !== undefined, options.sentinel !== undefined, options.cluster !== undefined].filter(Boolean);
-  if (modes.length > 1) {
-    throw new TypeError('createRedisConnection: give only one of url, sentinel or cluster');
-  }
-  if (options.url !== undefined && !/^rediss?:\/\//.test(options.url)) {
-    throw new TypeError(`createRedisConnection: url must start with redis:// or rediss://, got "${options.url}"`);
-  }
-  if (options.sentinel && (!options.sentinel.name || options.sentinel.sentinels.length === 0)) {
-    throw new TypeError('createRedisConnection: sentinel needs the master name and at least one sentinel address');
-  }
-  if (options.cluster && options.cluster.nodes.length === 0) {
-    throw new TypeError('createRedisConnection: cluster needs at least one seed node');
-  }
-}
+const nonEmpty = (what: string) => (list: readonly unknown[]) => (list.length === 0 ? `needs at least one ${what}` : undefined);
+
+const OPTIONS: OptionSchema = {
+  url: {
+    type: 'string',
+    expected: 'a redis:// or rediss:// URL',
+    // The URL may hold a password: the message names only its scheme.
+    check: (url: string) =>
+      /^rediss?:\/\//.test(url)
+        ? undefined
+        : `must start with redis:// or rediss://, got a URL starting with "${url.split(':')[0]?.slice(0, 10)}:"`,
+  },
+  tls: { type: 'object' },
+  sentinel: {
+    type: 'object',
+    members: {
+      sentinels: { type: 'array', required: true, expected: 'an array of { host, port }', check: nonEmpty('sentinel address') },
+      name: {
+        type: 'string',
+        required: true,
+        expected: "the monitored master's name",
+        check: (name: string) => (name ? undefined : 'must not be empty'),
+      },
+      sentinelPassword: { type: 'string' },
+    },
+  },
+  cluster: {
+    type: 'object',
+    members: {
+      nodes: { type: 'array', required: true, expected: 'an array of seed nodes { host, port }', check: nonEmpty('seed node') },
+      options: { type: 'object' },
+    },
+  },
+  redisOptions: { type: 'object' },
+};
 
 /**
  * Opens an ioredis connection with the kit's fail-fast defaults.
@@ -65,7 +86,7 @@ function validate(options: RedisConnectionOptions): void {
  */
 export function createRedisConnection(options: string | RedisConnectionOptions): RedisClient {
   const normalized: RedisConnectionOptions = typeof options === 'string' ? { url: options } : { ...options };
-  validate(normalized);
+  checkOptions('createRedisConnection', normalized, OPTIONS, { exclusive: [['url', 'sentinel', 'cluster']] });
   const base: RedisOptions = { ...FAIL_FAST_DEFAULTS, ...normalized.redisOptions };
   if (normalized.tls !== undefined) base.tls = normalized.tls;
 

@@ -1,70 +1,14 @@
 import type Redis from 'ioredis';
-import { type KeyValueStore, StoreUnavailableError } from './port';
+import { debugChannel, redactCredentials } from '../util/debug';
+import { checkOptions, OptionsError } from '../util/options';
+import { type KeyValueStore, StoreUnavailableError, StoreWrongTypeError } from './port';
 import { hashSlot } from './hash-slot';
 import { createRedisConnection, isCluster, type RedisClient, type RedisConnectionOptions } from './redis-connection';
+import { REDIS_STORE_OPTIONS, resolveReplicaWait, waitMillis, type RedisStoreOptions, type ReplicaWait } from './redis-store-options';
 
-/** Options of {@link RedisStore}. */
-export interface RedisStoreOptions {
-  /**
-   * Prepended to every key and channel, so several apps or test runs share one Redis without touching each
-   * other's keys. Must not contain `{` or `}` (it would break Cluster hash tags). Default `sso:`.
-   */
-  prefix?: string;
-  /**
-   * Make the kit's critical writes (login, logout, QR confirmation, refresh-token issue and rotation) durable
-   * before they are acknowledged: after each, `WAIT replicas timeoutMs` on the connection that wrote them, and a
-   * 503 when fewer replicas than `replicas` acknowledged in time. Redis replication is asynchronous; without this a
-   * write acknowledged just before the master dies can be lost in a Sentinel or Cluster failover. `WAIT` holds the
-   * connection's later commands until it returns, so keep `timeoutMs` short (default 500) and below the client's
-   * `commandTimeout`. Default: `{ replicas: 1 }` on a connection through Sentinel (a deployment built for failover,
-   * which has a replica to wait for), off otherwise; `false` turns it off.
-   */
-  waitForReplicas?: { replicas: number; timeoutMs?: number } | false;
-}
+export type { RedisStoreOptions, ReplicaWait } from './redis-store-options';
 
-/** How {@link RedisStore} waits for replicas after a critical write (`RedisStore#waitForReplicas`). */
-export interface ReplicaWait {
-  readonly replicas: number;
-  readonly timeoutMs: number;
-}
-
-function isSentinelConnection(client: RedisClient): boolean {
-  return !isCluster(client) && Array.isArray(client.options.sentinels) && client.options.sentinels.length > 0;
-}
-
-function commandTimeoutOf(client: RedisClient): number | undefined {
-  return isCluster(client) ? client.options.redisOptions?.commandTimeout : client.options.commandTimeout;
-}
-
-function resolveReplicaWait(given: RedisStoreOptions['waitForReplicas'], client: RedisClient): ReplicaWait | undefined {
-  if (given === false) return undefined;
-  const commandTimeout = commandTimeoutOf(client);
-  let option = given;
-  if (option === undefined) {
-    if (!isSentinelConnection(client)) return undefined;
-    // Half the command timeout at most, so a WAIT that runs out is a refusal and never looks like an outage.
-    option = { replicas: 1, timeoutMs: commandTimeout === undefined ? 500 : Math.max(1, Math.min(500, Math.floor(commandTimeout / 2))) };
-  }
-  if (typeof option !== 'object' || option === null) {
-    throw new TypeError('RedisStore: waitForReplicas must be { replicas, timeoutMs? } or false, e.g. { replicas: 1, timeoutMs: 500 }');
-  }
-  const { replicas } = option;
-  const timeoutMs = option.timeoutMs ?? 500;
-  if (!Number.isInteger(replicas) || replicas < 1) {
-    throw new TypeError(`RedisStore: waitForReplicas.replicas must be a whole number of replicas of at least 1, got ${String(replicas)}`);
-  }
-  if (!Number.isInteger(timeoutMs) || timeoutMs < 1) {
-    throw new TypeError(
-      `RedisStore: waitForReplicas.timeoutMs must be a positive whole number of milliseconds, got ${String(option.timeoutMs)}`,
-    );
-  }
-  if (commandTimeout !== undefined && timeoutMs >= commandTimeout) {
-    throw new TypeError(
-      `RedisStore: waitForReplicas.timeoutMs (${timeoutMs}) must be below the client's commandTimeout (${commandTimeout}), or WAIT would time out as an outage`,
-    );
-  }
-  return { replicas, timeoutMs };
-}
+const debug = debugChannel('store');
 
 // Reply errors that mean "this node cannot serve right now" rather than "your command is wrong".
 const TRANSIENT_REPLY = /^(READONLY|LOADING|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|NOREPLICAS|MOVED|ASK)\b/;
@@ -79,6 +23,14 @@ export function isStoreOutage(error: unknown): boolean {
   if (error.name === 'ReplyError') return TRANSIENT_REPLY.test(error.message);
   // Connection closed, command timed out, MaxRetriesPerRequestError, ECONNREFUSED, ClusterAllFailedError, …
   return true;
+}
+
+/** A failure for the debug channel: name, code and the start of the message, with anything token-like redacted. */
+function describeFailure(error: unknown): string {
+  if (!(error instanceof Error)) return typeof error;
+  const code = (error as { code?: unknown }).code;
+  const message = redactCredentials(error.message.slice(0, 120));
+  return `${error.name}${typeof code === 'string' ? ` (${code})` : ''}: ${message}`;
 }
 
 const COMPARE_AND_SET = `
@@ -118,15 +70,18 @@ export class RedisStore implements KeyValueStore {
   readonly waitForReplicas: ReplicaWait | undefined;
 
   constructor(client: RedisClient | string | RedisConnectionOptions, options: RedisStoreOptions = {}) {
-    const prefix = options.prefix ?? 'sso:';
-    if (typeof prefix !== 'string' || /[{}]/.test(prefix)) {
-      throw new TypeError(`RedisStore: prefix must be a string without "{" or "}", got ${JSON.stringify(prefix)}`);
+    checkOptions('RedisStore', options, REDIS_STORE_OPTIONS);
+    if (client === null || (typeof client !== 'string' && typeof client !== 'object')) {
+      throw new OptionsError(
+        'RedisStore: pass a Redis URL, connection options or an ioredis client, e.g. new RedisStore("redis://127.0.0.1:6379")',
+      );
     }
-    this.prefix = prefix;
+    this.prefix = options.prefix ?? 'sso:';
     this.ownsClient = typeof client === 'string' || !('status' in client);
     this.client = this.ownsClient ? createRedisConnection(client as string | RedisConnectionOptions) : (client as RedisClient);
-    this.client.on('error', () => {
+    this.client.on('error', (error: Error) => {
       // Connection errors surface on the commands that fail (mapped to 503); an unhandled 'error' event would crash.
+      debug('connection error: %s', describeFailure(error));
     });
     try {
       this.waitForReplicas = resolveReplicaWait(options.waitForReplicas, this.client);
@@ -155,7 +110,13 @@ export class RedisStore implements KeyValueStore {
     try {
       return await operation();
     } catch (error) {
-      if (isStoreOutage(error)) throw new StoreUnavailableError(undefined, { cause: error });
+      if (isStoreOutage(error)) {
+        debug('outage, answering 503: %s', describeFailure(error));
+        throw new StoreUnavailableError(undefined, { cause: error });
+      }
+      if (error instanceof Error && error.name === 'ReplyError' && /^WRONGTYPE\b/.test(error.message)) {
+        throw new StoreWrongTypeError(undefined, { cause: error });
+      }
       throw error;
     }
   }
@@ -246,12 +207,12 @@ export class RedisStore implements KeyValueStore {
     // WAIT counts the writes of the connection it is sent on: on a Cluster, the connection to each master that
     // received one of the keys; elsewhere the one connection every command of this store travels on.
     const connections = isCluster(this.client) ? [...new Set(keys.map((key) => this.connectionOwning(this.key(key))))] : [this.client];
-    const acknowledged = await this.run(() => Promise.all(connections.map((connection) => connection.wait(wait.replicas, wait.timeoutMs))));
+    const millis = waitMillis(wait.timeoutSeconds);
+    const acknowledged = await this.run(() => Promise.all(connections.map((connection) => connection.wait(wait.replicas, millis))));
     const fewest = Math.min(...acknowledged);
     if (fewest < wait.replicas) {
-      throw new StoreUnavailableError(
-        `only ${fewest} of ${wait.replicas} Redis replicas acknowledged the write within ${wait.timeoutMs} ms`,
-      );
+      debug('write refused: %d of %d replicas acknowledged within %d ms', fewest, wait.replicas, millis);
+      throw new StoreUnavailableError(`only ${fewest} of ${wait.replicas} Redis replicas acknowledged the write within ${millis} ms`);
     }
   }
 

@@ -28,6 +28,18 @@ export interface OptionSpec {
   expected?: string;
   /** Further check of a present value of the right type; returns the reason it is wrong, or undefined. */
   check?: (value: never) => string | undefined;
+  /**
+   * For an object-valued option: the schema of its members, checked by the same rules (unknown keys with a
+   * suggestion, required, types), with names reported as `parent.member`.
+   */
+  members?: OptionSchema;
+  /** Relations between the members of an object-valued option (see {@link OptionRelations}). */
+  memberRelations?: OptionRelations;
+  /**
+   * Other names people write for this option (its former name, or the name a well-known library uses, such as
+   * `cors`'s `maxAge`): an unknown key among them is answered with this option's name.
+   */
+  aliases?: readonly string[];
 }
 
 /** Every option a factory knows, by name. */
@@ -109,9 +121,23 @@ function editDistance(a: string, b: string): number {
   return (d[rows - 1] as number[])[cols - 1] as number;
 }
 
+const UNIT = /(ms|millis|milliseconds|seconds|secs)$/;
+const LIFETIME_WORD = /(ttl|validity|retention|lifetime|timeout)$/;
+
 /**
- * The known option a misspelled key most likely meant: same letters ignoring case and separators, or within a
- * small edit distance. Undefined when nothing is close.
+ * The same option in another unit (`timeoutMs`/`timeoutSeconds`) when `loose` is false; with `loose`, also under
+ * another lifetime word (`qrValiditySeconds`/`qrLifetimeSeconds`, `ttlSeconds`/`lifetimeSeconds`).
+ */
+function sameStem(known: string, unknown: string, loose: boolean): boolean {
+  if (!UNIT.test(known) || !UNIT.test(unknown)) return false;
+  const [a, b] = [known.replace(UNIT, ''), unknown.replace(UNIT, '')];
+  return loose ? a.replace(LIFETIME_WORD, '') === b.replace(LIFETIME_WORD, '') : a === b;
+}
+
+/**
+ * The known option a misspelled key most likely meant: same letters ignoring case and separators, the same option
+ * in another unit or lifetime word (`timeoutMs` → `timeoutSeconds`, `accessTokenTtlSeconds` →
+ * `accessTokenLifetimeSeconds`), or within a small edit distance. Undefined when nothing is close.
  *
  * @example
  * closestOption('audiance', ['issuer', 'audience']); // 'audience'
@@ -120,6 +146,10 @@ export function closestOption(unknown: string, known: readonly string[]): string
   const squash = (name: string): string => name.toLowerCase().replace(/[-_]/g, '');
   const exact = known.find((name) => squash(name) === squash(unknown));
   if (exact !== undefined) return exact;
+  const renamed =
+    known.find((name) => sameStem(squash(name), squash(unknown), false)) ??
+    known.find((name) => sameStem(squash(name), squash(unknown), true));
+  if (renamed !== undefined) return renamed;
   let best: string | undefined;
   let bestDistance = Infinity;
   for (const name of known) {
@@ -138,10 +168,67 @@ function looksLikeRequest(value: unknown): boolean {
 }
 
 /**
+ * Throws when a factory's first argument is an Express request, i.e. the factory itself was mounted as a middleware
+ * (`app.use(requirePermission)` instead of `app.use(requirePermission(...))`). {@link checkOptions} does this for the
+ * options argument; factories whose first argument is something else call it directly.
+ *
+ * @example
+ * refuseMiddlewareUse('requirePermission', action, "app.use(requirePermission('read', 'reports', { policy }))");
+ */
+export function refuseMiddlewareUse(factory: string, firstArgument: unknown, usage = `app.use(${factory}({ ... }))`): void {
+  if (looksLikeRequest(firstArgument)) {
+    throw new OptionsError(`${factory}: it is a factory: write ${usage}, not app.use(${factory})`);
+  }
+}
+
+/** The first problem of `given` under `schema`, as a message without the factory's name, or undefined. */
+function findProblem(given: Record<string, unknown>, schema: OptionSchema, relations: OptionRelations, prefix: string): string | undefined {
+  const known = Object.keys(schema);
+  const unknownKeys = Object.keys(given).filter((key) => !Object.prototype.hasOwnProperty.call(schema, key));
+  if (unknownKeys.length > 0) {
+    const parts = unknownKeys.map((key) => {
+      const suggestion = known.find((name) => schema[name]?.aliases?.includes(key)) ?? closestOption(key, known);
+      return suggestion === undefined ? `"${prefix}${key}"` : `"${prefix}${key}" (did you mean "${prefix}${suggestion}"?)`;
+    });
+    return `unknown option${unknownKeys.length > 1 ? 's' : ''} ${parts.join(', ')}; known options are ${known.map((name) => prefix + name).join(', ')}`;
+  }
+  for (const [name, spec] of Object.entries(schema)) {
+    const value = given[name];
+    const fullName = prefix + name;
+    if (value === undefined) {
+      if (spec.required) return `${fullName} is required${spec.expected ? ` (${spec.expected})` : ''}`;
+      continue;
+    }
+    const types = typeof spec.type === 'string' ? [spec.type] : spec.type;
+    if (!types.some((type) => isType(value, type))) {
+      const expected = spec.expected ?? types.map((type) => TYPE_NAMES[type]).join(' or ');
+      return `${fullName} must be ${expected}, got ${describe(value)}`;
+    }
+    if (spec.members !== undefined && isType(value, 'object')) {
+      const nested = findProblem(value as Record<string, unknown>, spec.members, spec.memberRelations ?? {}, `${fullName}.`);
+      if (nested !== undefined) return nested;
+    }
+    const problem = spec.check?.(value as never);
+    if (problem !== undefined) return `${fullName} ${problem}`;
+  }
+  const present = (group: readonly string[]) => group.filter((name) => given[name] !== undefined).map((name) => prefix + name);
+  for (const group of relations.exclusive ?? []) {
+    const found = present(group);
+    if (found.length > 1) return `${found.join(' and ')} cannot be used together; give only one of them`;
+  }
+  for (const group of relations.exactlyOne ?? []) {
+    const found = present(group);
+    if (found.length > 1) return `${found.join(' and ')} cannot be used together; give only one of them`;
+    if (found.length === 0) return `give one of ${group.map((name) => prefix + name).join(', ')}`;
+  }
+  return undefined;
+}
+
+/**
  * Checks a factory's options against its schema and throws an {@link OptionsError} naming the first problem, in
  * this order: the factory used as a middleware (`app.use(factory)`), unknown keys (all of them, each with a
- * suggestion), missing required options, wrong types and failed checks, then contradicting options. The options
- * object is only read, never changed.
+ * suggestion), missing required options, wrong types and failed checks (members of object-valued options
+ * included, named `parent.member`), then contradicting options. The options object is only read, never changed.
  *
  * @example
  * checkOptions('corsPreflight', options, {
@@ -149,53 +236,18 @@ function looksLikeRequest(value: unknown): boolean {
  *   credentials: { type: 'boolean' },
  * });
  */
-export function checkOptions(
+export function checkOptions<T>(
   factory: string,
-  options: unknown,
+  options: T,
   schema: OptionSchema,
   relations: OptionRelations = {},
-): asserts options is Record<string, unknown> {
-  if (looksLikeRequest(options)) {
-    throw new OptionsError(`${factory}: it is a factory: write app.use(${factory}({ ... })), not app.use(${factory})`);
-  }
+): asserts options is T & Record<string, unknown> {
+  refuseMiddlewareUse(factory, options);
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
     throw new OptionsError(`${factory}: options must be an object, got ${describe(options)}`);
   }
-  const given = options as Record<string, unknown>;
-  const known = Object.keys(schema);
-  const unknownKeys = Object.keys(given).filter((key) => !Object.prototype.hasOwnProperty.call(schema, key));
-  if (unknownKeys.length > 0) {
-    const parts = unknownKeys.map((key) => {
-      const suggestion = closestOption(key, known);
-      return suggestion === undefined ? `"${key}"` : `"${key}" (did you mean "${suggestion}"?)`;
-    });
-    throw new OptionsError(
-      `${factory}: unknown option${unknownKeys.length > 1 ? 's' : ''} ${parts.join(', ')}; known options are ${known.join(', ')}`,
-    );
-  }
-  for (const [name, spec] of Object.entries(schema)) {
-    const value = given[name];
-    if (value === undefined) {
-      if (spec.required) throw new OptionsError(`${factory}: ${name} is required${spec.expected ? ` (${spec.expected})` : ''}`);
-      continue;
-    }
-    const types = typeof spec.type === 'string' ? [spec.type] : spec.type;
-    if (!types.some((type) => isType(value, type))) {
-      const expected = spec.expected ?? types.map((type) => TYPE_NAMES[type]).join(' or ');
-      throw new OptionsError(`${factory}: ${name} must be ${expected}, got ${describe(value)}`);
-    }
-    const problem = spec.check?.(value as never);
-    if (problem !== undefined) throw new OptionsError(`${factory}: ${name} ${problem}`);
-  }
-  for (const group of relations.exclusive ?? []) {
-    const present = group.filter((name) => given[name] !== undefined);
-    if (present.length > 1) throw new OptionsError(`${factory}: ${present.join(' and ')} cannot be used together; give only one of them`);
-  }
-  for (const group of relations.exactlyOne ?? []) {
-    const present = group.filter((name) => given[name] !== undefined);
-    if (present.length > 1) throw new OptionsError(`${factory}: ${present.join(' and ')} cannot be used together; give only one of them`);
-    if (present.length === 0) throw new OptionsError(`${factory}: give one of ${group.join(', ')}`);
-  }
+  const problem = findProblem(options as Record<string, unknown>, schema, relations, '');
+  if (problem !== undefined) throw new OptionsError(`${factory}: ${problem}`);
 }
 
 /**
@@ -219,4 +271,19 @@ export function refuseInProduction(factory: string): void {
   if (process.env.NODE_ENV === 'production') {
     throw new OptionsError(`${factory}: allowInsecureLocalDevelopment is refused when NODE_ENV=production`);
   }
+}
+
+const warned = new Set<string>();
+
+/**
+ * Writes a start-up warning (`console.warn`, prefixed `[express-sso-kit]`) once per process for each `key`, so a
+ * factory called for every app or router of a process does not repeat it. Warnings name the risk and the fix.
+ *
+ * @example
+ * warnOnce('ssoSession:insecure', 'ssoSession: allowInsecureLocalDevelopment sends the session cookie over plain http');
+ */
+export function warnOnce(key: string, message: string): void {
+  if (warned.has(key)) return;
+  warned.add(key);
+  console.warn(`[express-sso-kit] ${message}`);
 }

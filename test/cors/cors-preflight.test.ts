@@ -4,6 +4,7 @@ import express, { type RequestHandler } from 'express';
 import request from 'supertest';
 import { corsPreflight, type CorsPreflightOptions } from '../../lib/cors';
 import { errorHandler, type ErrorLogEntry } from '../../lib/http';
+import { captureLogs } from '../helpers/log-capture';
 import { expectProblem } from '../helpers/problem';
 
 const running: Server[] = [];
@@ -199,13 +200,17 @@ describe('corsPreflight: options', () => {
     ],
     ['an entry has a trailing slash', { origins: ['https://app.example.com/'] }, /got "https:\/\/app\.example\.com\/"/],
     ['an entry has a path', { origins: ['https://app.example.com/api'] }, /got "https:\/\/app\.example\.com\/api"/],
-    ['the cors-style origin option is used', { origin: '*', credentials: true }, /unknown option "origin"; use "origins"/],
+    ['the cors-style origin option is used', { origin: '*', credentials: true }, /unknown option "origin" \(did you mean "origins"\?\)/],
     [
       'maxAge is used for maxAgeSeconds',
       { origins: ['https://a.example.com'], maxAge: 60 },
-      /unknown option "maxAge"; use "maxAgeSeconds"/,
+      /unknown option "maxAge" \(did you mean "maxAgeSeconds"\?\)/,
     ],
-    ['maxAgeSeconds is negative', { origins: ['https://a.example.com'], maxAgeSeconds: -1 }, /maxAgeSeconds must be a whole number/],
+    [
+      'maxAgeSeconds is negative',
+      { origins: ['https://a.example.com'], maxAgeSeconds: -1 },
+      /maxAgeSeconds must be from 0 to 86400, got -1/,
+    ],
     ['maxAgeSeconds is fractional', { origins: ['https://a.example.com'], maxAgeSeconds: 1.5 }, /maxAgeSeconds must be a whole number/],
     ['methods has "*"', { origins: ['https://a.example.com'], methods: ['*'] }, /methods must list names explicitly/],
     [
@@ -227,7 +232,7 @@ describe('corsPreflight: options', () => {
   it('detects app.use(corsPreflight) written for app.use(corsPreflight({...}))', async () => {
     const { url, logs } = await serve(corsPreflight as unknown as RequestHandler);
     expectProblem(await request(url).get('/api/notes'), 500);
-    expect(logs[0]?.message).toMatch(/corsPreflight: it was mounted as middleware itself/);
+    expect(logs[0]?.message).toMatch('corsPreflight: it is a factory: write app.use(corsPreflight({ ... })), not app.use(corsPreflight)');
   });
 
   it('does not mutate the caller options and returns a named middleware', () => {
@@ -239,5 +244,35 @@ describe('corsPreflight: options', () => {
     const middleware = corsPreflight(frozen);
     expect(middleware.name).toBe('corsPreflightMiddleware');
     expect(frozen.methods).toEqual(['get', 'PUT']);
+  });
+});
+
+describe('corsPreflight: the cors debug channel says why a request was refused', () => {
+  it.each<[string, (url: string) => request.Test, RegExp]>([
+    [
+      'an origin',
+      (url) => preflight(url, 'https://evil.test', 'PUT'),
+      /refused preflight for \/api\/notes: origin "https:\/\/evil\.test" is not allowed/,
+    ],
+    [
+      'a method',
+      (url) => preflight(url, 'https://shop.example.test', 'PATCH'),
+      /from https:\/\/shop\.example\.test: method "PATCH" is not allowed/,
+    ],
+    ['a header', (url) => preflight(url, 'https://shop.example.test', 'PUT', 'X-Secret-Header'), /header "x-secret-header" is not allowed/],
+    [
+      'an actual request’s origin',
+      (url) => request(url).get('/api/notes').set('Origin', 'https://evil.test'),
+      /GET \/api\/notes from origin "https:\/\/evil\.test": not allowed, no CORS headers/,
+    ],
+  ])('refusing %s', async (_what, send, line) => {
+    const { url } = await serve(corsPreflight(options));
+    const logs = captureLogs({ debug: 'express-sso-kit:cors' });
+    try {
+      await send(url);
+    } finally {
+      logs.stop();
+    }
+    expect(logs.debugLines('cors')).toEqual([expect.stringMatching(line)]);
   });
 });

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import request from 'supertest';
 import {
@@ -11,7 +12,6 @@ import {
   NotAcceptableError,
   notFound,
   requireRepresentation,
-  securityHeaders,
   ServiceUnavailableError,
   TooManyRequestsError,
   UnauthorizedError,
@@ -19,6 +19,7 @@ import {
   type ErrorLogEntry,
 } from '../../lib/http';
 import { StoreUnavailableError } from '../../lib/store';
+import { captureLogs } from '../helpers/log-capture';
 import { expectProblem } from '../helpers/problem';
 
 function appThrowing(error: unknown, options: Parameters<typeof errorHandler>[0] = { log: false }) {
@@ -115,8 +116,71 @@ describe('errorHandler renders RFC 9457 problem+json', () => {
     expect(res.headers['www-authenticate']).toBe('Basic realm="x"');
   });
 
-  it('refuses a log option that is not a function', () => {
-    expect(() => errorHandler({ log: 'console' as unknown as false })).toThrow(/log must be a function or false/);
+  it('refuses a log option that is not a function, and unknown options', () => {
+    expect(() => errorHandler({ log: 'console' as unknown as false })).toThrow(
+      'errorHandler: log must be a function or false, got "console"',
+    );
+    expect(() => errorHandler({ log: true as unknown as false })).toThrow(/log must be a function or false \(logging is on by default\)/);
+    expect(() => errorHandler({ homeURL: '/' } as never)).toThrow(/unknown option "homeURL" \(did you mean "homeUrl"\?\)/);
+  });
+});
+
+describe('errorHandler log lines carry no credential', () => {
+  const authCode = randomBytes(24).toString('base64url');
+
+  /** A QR-provider-like route whose store is down, under the default logger (or the given one). */
+  function qrEventsApp(log?: (entry: ErrorLogEntry) => void) {
+    const app = express();
+    const router = express.Router();
+    router.get('/sns/qr-logins/:authCode/events', (_req, _res, next) => next(new StoreUnavailableError()));
+    app.use(router);
+    app.use((_req: Request, _res: Response, next: NextFunction) => next(new StoreUnavailableError()));
+    app.use(errorHandler(log ? { log } : {}));
+    return app;
+  }
+
+  it('logs a 503 of a path carrying an auth_code with the code replaced and without the query', async () => {
+    const logs = captureLogs({ debug: false });
+    let res;
+    try {
+      res = await request(qrEventsApp()).get(`/sns/qr-logins/${authCode}/events?state=st-secret&code=c0de-secret`);
+    } finally {
+      logs.stop();
+    }
+    expectProblem(res, 503, 'store_unavailable');
+    expect(logs.lines).toEqual([
+      {
+        source: 'console.error',
+        text:
+          '[express-sso-kit] 503 store_unavailable GET /sns/qr-logins/[redacted]/events: ' +
+          'ServiceUnavailableError: The session store is unavailable. Try again shortly.',
+      },
+    ]);
+  });
+
+  it('gives a custom logger the route pattern and the redacted path', async () => {
+    const logged: ErrorLogEntry[] = [];
+    await request(qrEventsApp((entry) => logged.push(entry))).get(`/sns/qr-logins/${authCode}/events`);
+    expect(logged).toEqual([
+      expect.objectContaining({ status: 503, path: '/sns/qr-logins/[redacted]/events', route: '/sns/qr-logins/:authCode/events' }),
+    ]);
+  });
+
+  it('redacts percent-encoded and token-like segments of a path no route matched', async () => {
+    const logged: ErrorLogEntry[] = [];
+    const app = qrEventsApp((entry) => logged.push(entry));
+    await request(app).get(`/reset/${authCode}/x%2Fy/42/sessions`);
+    expect(logged.map((entry) => [entry.path, entry.route])).toEqual([['/reset/[redacted]/[redacted]/42/sessions', undefined]]);
+  });
+
+  it('redacts runs that look like tokens in the message of an unexpected error', async () => {
+    const token = `eyJhbGciOiJIUzI1NiJ9.${randomBytes(30).toString('base64url')}.${randomBytes(32).toString('base64url')}`;
+    const logged: ErrorLogEntry[] = [];
+    const res = await request(appThrowing(new Error(`upstream refused ${token} for user 42`), { log: (entry) => logged.push(entry) })).get(
+      '/boom',
+    );
+    expectProblem(res, 500, 'internal_error');
+    expect(logged[0]?.message).toBe('upstream refused [redacted] for user 42');
   });
 });
 
@@ -141,27 +205,14 @@ describe('route helpers', () => {
     expect((await request(app).get('/report').set('Accept', 'application/json')).status).toBe(200);
   });
 
-  it('answers 404 problem+json for unknown paths', async () => {
-    expectProblem(await request(app).get('/nothing'), 404, 'not_found');
+  it('answers 404 problem+json for unknown paths, without repeating the path', async () => {
+    const res = await request(app).get('/nothing-here-Yq3v0c1X9kTQ2mZp');
+    expectProblem(res, 404, 'not_found');
+    expect(res.text).not.toContain('Yq3v0c1X9kTQ2mZp');
   });
 
   it('refuses to build helpers without their lists', () => {
     expect(() => methodNotAllowed([])).toThrow(TypeError);
     expect(() => requireRepresentation([])).toThrow(TypeError);
-  });
-});
-
-describe('securityHeaders', () => {
-  it('sets a strict CSP without inline scripts, a same-origin referrer policy and frame-ancestors none', async () => {
-    const app = express();
-    app.use(securityHeaders());
-    app.get('/', (_req, res) => res.send('ok'));
-    const res = await request(app).get('/');
-    const csp = res.headers['content-security-policy'] as string;
-    expect(csp).toContain("script-src 'self'");
-    expect(csp).not.toContain('unsafe-inline');
-    expect(csp).toContain("frame-ancestors 'none'");
-    expect(res.headers['referrer-policy']).toBe('same-origin');
-    expect(res.headers['strict-transport-security']).toContain('includeSubDomains');
   });
 });

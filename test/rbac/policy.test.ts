@@ -140,12 +140,16 @@ describe('createPolicy: construction errors', () => {
   });
 
   it('rejects unknown role options such as a misspelt inherits', () => {
-    expect(() => createPolicy({ roles: { viewer: { permissions: [], inherit: ['x'] } as never } })).toThrow(/unknown option "inherit"/);
+    expect(() => createPolicy({ roles: { viewer: { permissions: [], inherit: ['x'] } as never } })).toThrow(
+      /unknown option "inherit" \(did you mean "inherits"\?\)/,
+    );
   });
 
   it('requires permissions and a roles object', () => {
-    expect(() => createPolicy({ roles: { viewer: {} as never } })).toThrow(/needs permissions/);
-    expect(() => createPolicy({} as never)).toThrow(/pass \{ roles/);
+    expect(() => createPolicy({ roles: { viewer: {} as never } })).toThrow(/role "viewer": permissions is required \(an array such as/);
+    expect(() => createPolicy({} as never)).toThrow(
+      'createPolicy: roles is required ({ <name>: { permissions: [...], inherits?: [...] } })',
+    );
     expect(() => createPolicy({ roles: { viewer: { permissions: [], inherits: 'x' as never } } })).toThrow(/inherits must be an array/);
   });
 });

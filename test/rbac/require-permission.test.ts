@@ -10,6 +10,7 @@ import { errorHandler, NotFoundError, UnauthorizedError } from '../../lib/http';
 import { createPolicy, requirePermission, type RequirePermissionOptions } from '../../lib/rbac';
 import type { SessionUser } from '../../lib/session/types';
 import { createRedisConnection, RedisStore, type KeyValueStore } from '../../lib/store';
+import { captureLogs } from '../helpers/log-capture';
 import { expectProblem } from '../helpers/problem';
 import { deleteByPrefix, startPrivateRedis, testPrefix, testRedisClient, testRedisStore, type PrivateRedis } from '../helpers/redis';
 import { TEST_SOURCE, userId } from '../helpers/sso-apps';
@@ -195,6 +196,27 @@ describe('requirePermission: roles from the session user', () => {
   it('grants nothing for roles the policy does not know', async () => {
     const agent = await loggedIn(app.url, 'u3', ['superuser']);
     expectProblem(await agent.get('/reports/42'), 403, 'permission_denied');
+  });
+
+  it('says on the rbac debug channel why a request was denied, without the session cookie', async () => {
+    const agent = await loggedIn(app.url, 'u4', ['viewer']);
+    const anonymous = request(app.url);
+    const logs = captureLogs({ debug: 'express-sso-kit:rbac' });
+    try {
+      await agent.delete('/reports/42');
+      await agent.get('/reports/%2A');
+      await anonymous.get('/reports/42');
+    } finally {
+      logs.stop();
+    }
+    expect(logs.debugLines('rbac')).toEqual([
+      expect.stringMatching(/DELETE \/reports\/42: denied delete on reports:42: the session's roles \[viewer\] do not grant it$/),
+      expect.stringMatching(
+        /GET \/reports\/\[redacted\]: denied read on \(a resource that is not a concrete name\): the session's roles \[viewer\]/,
+      ),
+      expect.stringMatching(/GET \/reports\/42: no authenticated user or token, 401$/),
+    ]);
+    expect(logs.containing('connect.sid')).toEqual([]);
   });
 });
 
@@ -479,15 +501,25 @@ describe('requirePermission: order guard and misuse', () => {
       a.use(requirePermission as unknown as RequestHandler);
     });
     expectProblem(await request(app.url).get('/x'), 500);
-    expect(app.logs[0]?.message).toMatch(/mounted as middleware itself; call it with the permission/);
+    expect(app.logs[0]?.message).toMatch(
+      "requirePermission: it is a factory: write app.use(requirePermission('read', 'reports', { policy })), not app.use(requirePermission)",
+    );
   });
 });
 
 describe('requirePermission: options', () => {
   it.each<[string, () => unknown, RegExp]>([
-    ['policy is missing', () => requirePermission('read', 'reports', {} as never), /options.policy is required/],
+    [
+      'policy is missing',
+      () => requirePermission('read', 'reports', {} as never),
+      /policy is required \(the compiled policy: build it once with createPolicy/,
+    ],
     ['options are missing', () => requirePermission('read', 'reports', undefined as never), /pass options with a policy/],
-    ['an option is unknown', () => requirePermission('read', 'reports', { policy, roleClaim: 'x' } as never), /unknown option "roleClaim"/],
+    [
+      'an option is unknown',
+      () => requirePermission('read', 'reports', { policy, roleClaim: 'x' } as never),
+      /unknown option "roleClaim" \(did you mean "rolesClaim"\?\)/,
+    ],
     ['the action is a wildcard', () => requirePermission('*', 'reports', { policy }), /action must be a name/],
     ['the resource is a wildcard', () => requirePermission('read', 'reports:*', { policy }), /resource must be a name/],
     ['rolesClaim is empty', () => requirePermission('read', 'reports', { policy, rolesClaim: '' }), /rolesClaim must be/],

@@ -45,7 +45,7 @@ describe('acknowledged writes across a Sentinel failover while the replica lags'
     const sentinel = { sentinels: harness.sentinels, name: harness.name };
     durableClient = createRedisConnection({ sentinel });
     plainClient = createRedisConnection({ sentinel });
-    durableStore = new RedisStore(durableClient, { prefix: testPrefix('durable'), waitForReplicas: { replicas: 1, timeoutMs: 1000 } });
+    durableStore = new RedisStore(durableClient, { prefix: testPrefix('durable'), waitForReplicas: { replicas: 1, timeoutSeconds: 1 } });
     // Through Sentinel the store waits for a replica unless told otherwise.
     plainStore = new RedisStore(plainClient, { prefix: testPrefix('plain'), waitForReplicas: false });
     durable = await startSsoApps({ store: durableStore });

@@ -98,7 +98,7 @@ describe('BatchedGet on a private Redis', () => {
   });
 
   it('refuses a maxBatch that is not a positive integer', () => {
-    expect(() => new BatchedGet(client, { maxBatch: 0 })).toThrow('BatchedGet: maxBatch must be a positive integer, got 0');
+    expect(() => new BatchedGet(client, { maxBatch: 0 })).toThrow('BatchedGet: maxBatch must be at least 1, got 0');
   });
 });
 

@@ -8,7 +8,7 @@ import { keysByPrefix, startPrivateRedis, testPrefix, type PrivateRedis } from '
 import { loginAs, sessionIdOf, sessionSetCookieLine, ssoOptions, startSsoApp, via } from '../helpers/sso-apps';
 
 // Long enough for a replica on a busy test machine to acknowledge, short enough for the refusals to stay quick.
-const WAIT = { replicas: 1, timeoutMs: 800 };
+const WAIT = { replicas: 1, timeoutSeconds: 0.8 };
 
 async function replicationInfo(port: number): Promise<string> {
   const client = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 0 });
@@ -76,7 +76,7 @@ describe('RedisStore waitForReplicas', () => {
     }
   });
 
-  it('rejects with StoreUnavailableError after timeoutMs when no replica acknowledges', async () => {
+  it('rejects with StoreUnavailableError after timeoutSeconds when no replica acknowledges', async () => {
     await stopReplica();
     await store.set('unconfirmed', 'yes', 60);
     const started = Date.now();
@@ -106,11 +106,11 @@ describe('RedisStore waitForReplicas', () => {
       redisOptions: { lazyConnect: true },
     });
     try {
-      expect(new RedisStore(throughSentinel).waitForReplicas).toEqual({ replicas: 1, timeoutMs: 500 });
+      expect(new RedisStore(throughSentinel).waitForReplicas).toEqual({ replicas: 1, timeoutSeconds: 0.5 });
       expect(new RedisStore(throughSentinel, { waitForReplicas: false }).waitForReplicas).toBeUndefined();
-      expect(new RedisStore(throughSentinel, { waitForReplicas: { replicas: 2, timeoutMs: 900 } }).waitForReplicas).toEqual({
+      expect(new RedisStore(throughSentinel, { waitForReplicas: { replicas: 2, timeoutSeconds: 0.9 } }).waitForReplicas).toEqual({
         replicas: 2,
-        timeoutMs: 900,
+        timeoutSeconds: 0.9,
       });
     } finally {
       throughSentinel.disconnect();
@@ -122,14 +122,18 @@ describe('RedisStore waitForReplicas', () => {
     expect(() => new RedisStore(master.url, { waitForReplicas: { replicas: 0 } })).toThrow(
       'RedisStore: waitForReplicas.replicas must be a whole number of replicas of at least 1, got 0',
     );
-    expect(() => new RedisStore(master.url, { waitForReplicas: { replicas: 1, timeoutMs: 2.5 } })).toThrow(
-      'RedisStore: waitForReplicas.timeoutMs must be a positive whole number of milliseconds, got 2.5',
+    expect(() => new RedisStore(master.url, { waitForReplicas: { replicas: 1, timeoutSeconds: 0 } })).toThrow(
+      'RedisStore: waitForReplicas.timeoutSeconds must be at least 0.001 seconds, got 0',
+    );
+    // The option was renamed from milliseconds to seconds; the old name is refused with the new one suggested.
+    expect(() => new RedisStore(master.url, { waitForReplicas: { replicas: 1, timeoutMs: 500 } as never })).toThrow(
+      'RedisStore: unknown option "waitForReplicas.timeoutMs" (did you mean "waitForReplicas.timeoutSeconds"?)',
     );
     // The kit's connections time commands out after 2000 ms; a WAIT that long would look like an outage.
     const client = createRedisConnection(master.url);
     try {
-      expect(() => new RedisStore(client, { waitForReplicas: { replicas: 1, timeoutMs: 2000 } })).toThrow(
-        "RedisStore: waitForReplicas.timeoutMs (2000) must be below the client's commandTimeout (2000), or WAIT would time out as an outage",
+      expect(() => new RedisStore(client, { waitForReplicas: { replicas: 1, timeoutSeconds: 2 } })).toThrow(
+        "RedisStore: waitForReplicas.timeoutSeconds (2) must be below the client's commandTimeout (2 s), or WAIT would time out as an outage",
       );
     } finally {
       client.disconnect();

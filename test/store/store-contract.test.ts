@@ -1,5 +1,6 @@
 import type { KeyValueStore } from '../../lib/store';
-import { MemoryStore, RedisStore, StoreUnavailableError } from '../../lib/store';
+import { createRedisConnection, MemoryStore, RedisStore, StoreUnavailableError, StoreWrongTypeError } from '../../lib/store';
+import { captureLogs } from '../helpers/log-capture';
 import { startPrivateRedis, testRedisStore } from '../helpers/redis';
 
 type Harness = { store: KeyValueStore; cleanup: () => Promise<void> };
@@ -128,6 +129,14 @@ describe.each(implementations)('%s honours the storage port contract', (_name, o
     expect(received).toEqual(sent);
   });
 
+  it('refuses to read a set as a string, or to add to a string, with code store_wrong_type', async () => {
+    await store.addToSet('kinds:{set}', ['a']);
+    await store.set('kinds:{string}', 'x');
+    await expect(store.get('kinds:{set}')).rejects.toMatchObject({ name: 'StoreWrongTypeError', code: 'store_wrong_type' });
+    await expect(store.addToSet('kinds:{string}', ['b'])).rejects.toBeInstanceOf(StoreWrongTypeError);
+    await expect(store.get('kinds:{set}')).rejects.not.toBeInstanceOf(StoreUnavailableError);
+  });
+
   it('answers ping', async () => {
     await expect(store.ping()).resolves.toBeUndefined();
   });
@@ -157,7 +166,61 @@ describe('RedisStore during an outage', () => {
     }
   });
 
+  it('says on the store debug channel why it answers unavailable, without keys or values', async () => {
+    const redis = await startPrivateRedis();
+    const store = new RedisStore(redis.url, { prefix: 'outage-debug:' });
+    const logs = captureLogs({ debug: 'express-sso-kit:store' });
+    try {
+      await store.set('session-key-Yq3v0c1X9kTQ2mZp', 'value-8s7RbA4nW6eLhJdU');
+      await redis.stop();
+      await expect(store.set('session-key-Yq3v0c1X9kTQ2mZp', 'value-8s7RbA4nW6eLhJdU')).rejects.toBeInstanceOf(StoreUnavailableError);
+    } finally {
+      logs.stop();
+      await store.close();
+      await redis.stop();
+    }
+    expect(logs.debugLines('store')).toContainEqual(expect.stringMatching(/express-sso-kit:store outage, answering 503: \w+/));
+    expect(logs.containing('Yq3v0c1X9kTQ2mZp')).toEqual([]);
+    expect(logs.containing('8s7RbA4nW6eLhJdU')).toEqual([]);
+  });
+
   it('refuses a prefix that would break Cluster hash tags', () => {
-    expect(() => new RedisStore('redis://127.0.0.1:1', { prefix: 'a{b}:' })).toThrow(/prefix must be a string without/);
+    expect(() => new RedisStore('redis://127.0.0.1:1', { prefix: 'a{b}:' })).toThrow('RedisStore: prefix must not contain "{" or "}"');
+  });
+});
+
+describe('store options', () => {
+  it('MemoryStore sweeps every sweepIntervalSeconds (fractions allowed) and refuses the old millisecond name', async () => {
+    const store = new MemoryStore({ sweepIntervalSeconds: 0.05 });
+    try {
+      await store.set('short', 'x', 0.01);
+      await tick(120);
+      // Swept without a read: the key is gone from the map itself, not only hidden by the read-time check.
+      expect((store as unknown as { entries: Map<string, unknown> }).entries.has('short')).toBe(false);
+    } finally {
+      await store.close();
+    }
+    expect(() => new MemoryStore({ sweepIntervalSeconds: 0 })).toThrow(
+      'MemoryStore: sweepIntervalSeconds must be from 0.001 to 86400, got 0',
+    );
+  });
+
+  it('createRedisConnection refuses two connection modes and a foreign URL scheme without echoing the URL', () => {
+    expect(() => createRedisConnection({ url: 'redis://127.0.0.1:6379', cluster: { nodes: [{ host: '127.0.0.1', port: 7000 }] } })).toThrow(
+      'createRedisConnection: url and cluster cannot be used together; give only one of them',
+    );
+    let message = '';
+    try {
+      createRedisConnection('http://:hunter2-password@redis.example.test:6379');
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    expect(message).toBe('createRedisConnection: url must start with redis:// or rediss://, got a URL starting with "http:"');
+    expect(() => createRedisConnection({ sentinel: { sentinels: [], name: 'mymaster' } })).toThrow(
+      'createRedisConnection: sentinel.sentinels needs at least one sentinel address',
+    );
+    expect(() => createRedisConnection({ cluster: { nodes: [], option: {} } as never })).toThrow(
+      /unknown option "cluster.option" \(did you mean "cluster.options"\?\)/,
+    );
   });
 });

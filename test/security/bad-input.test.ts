@@ -1,0 +1,126 @@
+import { fuzzHttp, type FuzzFailure, type FuzzIdentity, type FuzzReport } from '../helpers/fuzz';
+import { TestUserAgent } from '../helpers/http-user-agent';
+import { startKitApp, type KitApp } from '../helpers/kit-app';
+import { captureLogs } from '../helpers/log-capture';
+import { expectProblem } from '../helpers/problem';
+import { testRedisStore } from '../helpers/redis';
+import request from 'supertest';
+
+/**
+ * 5xx the fuzzer finds in other areas' folders, reported to their owners and tolerated here — only these requests —
+ * until their fixes are merged. Remove an entry once its fix is in; a 5xx of any other request fails the test.
+ */
+const KNOWN_ELSEWHERE: ReadonlyArray<{ where: string; request: RegExp }> = [
+  {
+    where:
+      'lib/oidc/session-bridge.ts (requireSessionSupport): a request whose X-Forwarded-Proto (first value, from a trusted ' +
+      'proxy) is not https answers 500 oidc_misconfigured instead of a 4xx',
+    request: /^[\w ]+: (GET|POST) \/(login|callback|logout)\/corp with X-Forwarded-Proto and -For garbage$/,
+  },
+];
+
+function unexpected(failures: readonly FuzzFailure[]): string[] {
+  return failures
+    .filter((failure) => !KNOWN_ELSEWHERE.some((known) => known.request.test(failure.request)))
+    .map((failure) => `${failure.status} ${failure.request}`);
+}
+
+/**
+ * Bad input never answers 5xx: every route of the whole kit, wired as README.md shows, gets malformed paths (bad
+ * escapes, traversal, NUL, unicode, overlong), malformed and oversize headers (no Host, duplicate and garbage
+ * cookies, garbage Authorization and Origin, huge headers) and malformed bodies (bad JSON and form encoding, wrong
+ * content types, oversize), anonymously and with a live session or a Bearer token, while Redis is up.
+ */
+describe('bad input answers 4xx, never 5xx, on every route of the kit', () => {
+  let redis: Awaited<ReturnType<typeof testRedisStore>>;
+  let kit: KitApp;
+  let sessionCookie: string;
+  let identities: FuzzIdentity[];
+
+  beforeAll(async () => {
+    redis = await testRedisStore('bad-input');
+    kit = await startKitApp(redis.store);
+    // A real session from a password login, so requests get past requireSession to the routes behind it.
+    const browser = new TestUserAgent();
+    const login = await browser.request(`${kit.auth.origin}/login`, {
+      form: { username: 'alice', password: kit.secrets.passwords.alice!, return_to: '' },
+      headers: { Origin: kit.auth.origin },
+    });
+    expect(login.status).toBe(302);
+    const cookie = browser.cookiesFor(`${kit.auth.origin}/`).find((jar) => jar.name.endsWith('sso.sid'));
+    sessionCookie = `${cookie!.name}=${cookie!.value}`;
+    identities = [
+      { label: 'anonymous', headers: {} },
+      { label: 'logged in', headers: { Cookie: sessionCookie } },
+      { label: 'bearer', headers: { Authorization: `Bearer ${await kit.apiToken('alice', ['editor'])}` } },
+    ];
+  });
+
+  afterAll(async () => {
+    await kit?.close();
+    await redis?.cleanup();
+  });
+
+  function expectNoServerErrors(report: FuzzReport, routes: number): void {
+    // Each failure names the identity, method, route and the malformed part, never a header value.
+    expect(unexpected(report.failures)).toEqual([]);
+    // Every route (and the raw targets) was reached, round-robin, even when a busy machine lets the deadline cut the
+    // run short; on an idle one the whole catalogue is sent.
+    expect(Object.keys(report.perRoute)).toHaveLength(routes + 1);
+    for (const count of Object.values(report.perRoute)) expect(count).toBeGreaterThanOrEqual(10);
+    // Bad input was answered as bad input: most answers are client errors.
+    const clientErrors = Object.entries(report.statuses).filter(([status]) => status.startsWith('4'));
+    expect(clientErrors.reduce((sum, [, count]) => sum + count, 0)).toBeGreaterThan(report.sent / 2);
+  }
+
+  it('answers a malformed percent-escape in a session handle with 400 malformed_uri, as any route parameter', async () => {
+    const res = await request(kit.auth.server)
+      .delete('/account/sessions/%E0%A4%A')
+      .set('Host', `auth.example.test:${kit.auth.port}`)
+      .set('X-Forwarded-Proto', 'https')
+      .set('Origin', kit.auth.origin)
+      .set('Cookie', sessionCookie);
+    expectProblem(res, 400, 'malformed_uri');
+    expect(res.text).not.toContain('%E0%A4%A');
+  });
+
+  it('on the portal host: sessions, password/OIDC/QR login, the API, Basic, JWKS and the error handler', async () => {
+    const logs = captureLogs({ debug: false });
+    let report: FuzzReport;
+    try {
+      report = await fuzzHttp(
+        {
+          port: kit.auth.port,
+          host: `auth.example.test:${kit.auth.port}`,
+          headers: { 'X-Forwarded-Proto': 'https' },
+          routes: kit.auth.routes,
+          identities,
+        },
+        { seed: 20261121, randomCases: 600, deadlineMs: 18_000 },
+      );
+    } finally {
+      logs.stop();
+    }
+    expectNoServerErrors(report, kit.auth.routes.length);
+    await expect(redis.store.ping()).resolves.toBeUndefined();
+  }, 40_000);
+
+  it('on the QR identity provider', async () => {
+    const logs = captureLogs({ debug: false });
+    let report: FuzzReport;
+    try {
+      report = await fuzzHttp(
+        {
+          port: kit.qrIdp.port,
+          host: `127.0.0.1:${kit.qrIdp.port}`,
+          routes: kit.qrIdp.routes,
+          identities: [identities[0]!, { label: 'phone app', headers: { Authorization: `Bearer ${await kit.phoneToken('alice')}` } }],
+        },
+        { seed: 20261122, randomCases: 300, deadlineMs: 8_000 },
+      );
+    } finally {
+      logs.stop();
+    }
+    expectNoServerErrors(report, kit.qrIdp.routes.length);
+  }, 30_000);
+});
