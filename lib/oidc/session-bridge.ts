@@ -1,6 +1,7 @@
 import type { Request, Response } from 'express';
 import { UnauthorizedError } from '../http/errors';
 import { establishLogin } from '../session/establish-login';
+import { refuseInsecureLogin } from '../session/https-required';
 import { logout } from '../session/logout';
 import type { LoginUser, RedirectPolicy, SessionManager } from '../session/types';
 import type { OidcSessionState } from './types';
@@ -20,13 +21,8 @@ export function requireSessionSupport(req: Request, who: string): void {
   if (!req.session) {
     throw misconfigured(`${who}: req.session is missing; mount ssoSession() before ${who}`);
   }
-  if (req.sso?.cookie.secure && !req.secure) {
-    // express-session silently drops a Secure cookie on plain http: the login transaction would be lost.
-    throw misconfigured(
-      `${who}: the request is not HTTPS as Express sees it, so the Secure session cookie would not be sent. ` +
-        "Behind a TLS-terminating proxy, set app.set('trust proxy', …) so X-Forwarded-Proto is believed.",
-    );
-  }
+  // express-session silently drops a Secure cookie on plain http: the login transaction would be lost.
+  refuseInsecureLogin(req, who);
 }
 
 /**

@@ -2,6 +2,7 @@ import type { Request } from 'express';
 import type { Session, SessionData } from 'express-session';
 import { asOutage } from './session-manager';
 import { clearFreshLogin, markFreshLogin } from './session-store';
+import { refuseInsecureLogin } from './https-required';
 import { runtimeOf } from './sso-runtime';
 import { ForbiddenError } from '../http/errors';
 import { identityId, sourceProblem, type Identity } from './identity';
@@ -83,13 +84,8 @@ export async function establishLogin(req: Request, user: LoginUser, options: Est
   const tags = options.tags === undefined ? [] : [...options.tags];
   if (!tags.every((tag) => typeof tag === 'string' && tag !== '' && tag.length <= 512))
     fail('tags must be non-empty strings of at most 512 characters');
-  if (runtime.cookie.secure && !req.secure) {
-    // express-session would silently drop a Secure cookie on what Express believes is plain http.
-    throw new Error(
-      'establishLogin: the request is not HTTPS as Express sees it, so the Secure session cookie would not be sent. ' +
-        "Behind a TLS-terminating proxy, set app.set('trust proxy', …) so X-Forwarded-Proto is believed.",
-    );
-  }
+  // express-session would silently drop a Secure cookie on what Express believes is plain http.
+  refuseInsecureLogin(req, 'establishLogin');
 
   // The link is decided before anything changes: a refused login leaves the current session as it was.
   const linked = runtime.linkAccount === undefined ? undefined : await runtime.linkAccount(Object.freeze({ ...user }), req);

@@ -155,7 +155,8 @@ describe('oidcLogin redirect', () => {
     const answer = await ua.request(`${apps.auth.origin.replace('https:', 'http:')}/login/fake`, {
       headers: { Accept: 'application/json' },
     });
-    expect(answer.status).toBe(500);
+    expect(answer.status).toBe(403);
+    expect(JSON.parse(answer.body).code).toBe('https_required');
     expect(answer.location).toBeUndefined();
   });
 

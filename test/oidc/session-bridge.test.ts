@@ -8,9 +8,9 @@ describe("the OIDC middlewares' view of the session module", () => {
     expect(() => requireSessionSupport(request({}), 'oidcLogin')).toThrow(/mount ssoSession\(\) before oidcLogin/);
   });
 
-  it('refuses plain http when the session cookie is Secure, naming trust proxy', () => {
-    const req = request({ session: {}, secure: false, sso: { cookie: { secure: true } } });
-    expect(() => requireSessionSupport(req, 'oidcCallback')).toThrow(/trust proxy/);
+  it('refuses plain http when the session cookie is Secure with 403 https_required (a client error, not a 500)', () => {
+    const req = request({ session: {}, secure: false, protocol: 'http', sso: { cookie: { secure: true } } });
+    expect(() => requireSessionSupport(req, 'oidcCallback')).toThrow(expect.objectContaining({ status: 403, code: 'https_required' }));
     expect(() =>
       requireSessionSupport(request({ session: {}, secure: true, sso: { cookie: { secure: true } } }), 'oidcCallback'),
     ).not.toThrow();

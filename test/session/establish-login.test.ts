@@ -94,24 +94,30 @@ describe('establishLogin', () => {
     expect(stored.meta.createdAt).toBe(stored.meta.lastSeenAt);
   });
 
-  it('refuses to log in on what Express sees as plain http with a Secure cookie, naming trust proxy', async () => {
+  it('refuses to log in on what Express sees as plain http with a Secure cookie: 403 https_required, trust proxy hint logged once', async () => {
     const app = express();
     // No trust proxy: X-Forwarded-Proto is ignored, the request is http.
     app.use(ssoSession(ssoOptions({ store: redis.store })));
-    let message = '';
+    let caught: unknown;
     app.post('/login', async (req, res) => {
       try {
         await establishLogin(req, { source: 'test:users', subject: 'x', name: 'x', roles: [], method: 'password' });
         res.status(204).end();
       } catch (error) {
-        message = (error as Error).message;
-        res.status(500).end();
+        caught = error;
+        res.status((error as { status?: number }).status ?? 500).end();
       }
     });
-    const res = await request(app).post('/login').set('X-Forwarded-Proto', 'https');
-    expect(res.status).toBe(500);
-    expect(message).toMatch(/trust proxy/);
-    expect(res.headers['set-cookie']).toBeUndefined();
+    const warn = jest.spyOn(console, 'warn').mockImplementation(() => undefined);
+    try {
+      const res = await request(app).post('/login').set('X-Forwarded-Proto', 'https');
+      expect(res.status).toBe(403);
+      expect(caught).toMatchObject({ status: 403, code: 'https_required' });
+      expect(res.headers['set-cookie']).toBeUndefined();
+      expect(warn.mock.calls.flat().join(' ')).toMatch(/trust proxy/);
+    } finally {
+      warn.mockRestore();
+    }
   });
 
   it.each([
