@@ -100,7 +100,12 @@ export function claimCheck(check: (payload: JwtPayload) => boolean): RequestHand
   if (typeof check !== 'function') throw new OptionsError('claimCheck: pass a function (payload) => boolean');
   return tokenCheck(
     'claimCheck',
-    (payload) => check(payload) === true,
+    (payload) => {
+      const verdict: unknown = check(payload);
+      // Only a literal true passes: an async check returns a Promise, which is truthy whatever it resolves to.
+      if (typeof verdict !== 'boolean') debug('claimCheck: the check returned %s, not a boolean; refused', typeof verdict);
+      return verdict === true;
+    },
     (req) => errorsFor(req).insufficientClaims(),
   );
 }

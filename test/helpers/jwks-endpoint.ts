@@ -13,6 +13,8 @@ export interface JwksEndpoint {
   mode: 'up' | 'down';
   /** How many fetches arrived so far. */
   readonly fetches: number;
+  /** When each fetch arrived (epoch ms). */
+  readonly fetchedAt: number[];
   /** Resolves when the next fetch arrives (after `fetches` counted it). */
   nextFetch(): Promise<void>;
   close(): Promise<void>;
@@ -37,10 +39,12 @@ export async function startJwksEndpoint(keys: object[]): Promise<JwksEndpoint> {
     get fetches() {
       return started.server?.hits ?? 0;
     },
+    fetchedAt: [],
     nextFetch: () => new Promise<void>((resolve) => waiters.push(resolve)),
     close: () => started.server?.close() ?? Promise.resolve(),
   };
   started.server = await startHttpServer((req, res) => {
+    endpoint.fetchedAt.push(Date.now());
     for (const resolve of waiters.splice(0)) resolve();
     if (endpoint.mode === 'down') {
       req.socket.destroy();

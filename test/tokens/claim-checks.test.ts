@@ -1,5 +1,6 @@
 import type { Server } from 'node:http';
 import express, { type Request, type Response } from 'express';
+import type { JwtPayload } from 'jsonwebtoken';
 import request from 'supertest';
 import { errorHandler } from '../../lib/http';
 import { claimCheck, claimEquals, claimIncludes, requireBearer, requiredScopes } from '../../lib/tokens';
@@ -42,6 +43,8 @@ describe('requiredScopes, claimCheck, claimEquals, claimIncludes after one requi
       claimCheck((payload) => payload.email_verified === true),
       echo,
     );
+    // A check written async returns a Promise, which is truthy: it must not let everyone through.
+    app.get('/api/async', claimCheck((async (payload: JwtPayload) => payload.admin === true) as never), echo);
     app.get('/api/chained', requiredScopes('orders:read'), claimEquals('org_id', 'acme'), echo);
     // Mounted without requireBearer in front: a wiring mistake.
     app.get('/unguarded', requiredScopes('orders:read'), echo);
@@ -137,6 +140,13 @@ describe('requiredScopes, claimCheck, claimEquals, claimIncludes after one requi
       await request(server)
         .get('/api/verified')
         .set(bearer(await mint({ email_verified: 'true' }))),
+      403,
+      'insufficient_claims',
+    );
+    expectProblem(
+      await request(server)
+        .get('/api/async')
+        .set(bearer(await mint({ admin: false }))),
       403,
       'insufficient_claims',
     );

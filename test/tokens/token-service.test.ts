@@ -284,14 +284,35 @@ describe('TokenService with a store: revocation end to end', () => {
     const asOther = await new jose.SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid, typ: 'JWT' }).sign(key);
     await request(server).get('/api').set(bearer(asAccess)).expect(200);
     expectProblem(await request(server).get('/api').set(bearer(asOther)), 401, 'invalid_token');
+    // An at+jwt without the claims RFC 9068 requires (one signed before client_id was always set) is refused too.
+    const { client_id: _clientId, ...withoutClient } = claims;
+    const incomplete = await new jose.SignJWT(withoutClient).setProtectedHeader({ alg: 'ES256', kid, typ: 'at+jwt' }).sign(key);
+    expectProblem(await request(server).get('/api').set(bearer(incomplete)), 401, 'invalid_token');
+  });
+
+  it('refuses one revoked access token of a grant (revokeAccessToken) while its siblings pass', async () => {
+    const first = await service.issueTokens({ subject: 'erin', audience: 'api', clientId: 'shop' });
+    const sibling = await service.redeemRefreshToken(first.refreshToken.token, { clientId: 'shop', audience: 'api' });
+    await request(server).get('/api').set(bearer(first.accessToken.token)).expect(200);
+    const jose = await loadJose();
+    await service.refreshTokens!.revokeAccessToken(jose.decodeJwt(first.accessToken.token));
+    expectProblem(await request(server).get('/api').set(bearer(first.accessToken.token)), 401, 'invalid_token');
+    await request(server).get('/api').set(bearer(sibling.accessToken.token)).expect(200);
   });
 
   it('keeps the grant mark at least as long as the longest access token the service can sign', async () => {
-    const { accessToken } = await service.issueTokens({ subject: 'carol', audience: 'api', clientId: 'shop', expiresInSeconds: 86_400 });
+    // Refresh tokens of 10 minutes and access tokens of 2 by default; a caller may still ask for a 24 h one.
+    const shortLived = new TokenService({
+      keys: service.keys,
+      issuer,
+      store: redis.store,
+      accessTokenLifetimeSeconds: 120,
+      refreshTokenLifetimeSeconds: 600,
+    });
+    const { accessToken } = await shortLived.issueTokens({ subject: 'carol', audience: 'api', clientId: 'shop', expiresInSeconds: 86_400 });
     const jose = await loadJose();
     const gid = jose.decodeJwt(accessToken.token).gid as string;
-    await service.revokeGrant(gid);
-    // The service's default lifetime is 120 s here; the mark must outlive the 24 h token all the same.
+    await shortLived.revokeGrant(gid);
     expect(await redis.client.pttl(`${redis.prefix}grant:{${gid}}:revoked`)).toBeGreaterThanOrEqual(86_400_000);
   });
 
