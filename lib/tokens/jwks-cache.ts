@@ -57,7 +57,8 @@ function checkUri(uri: string): string | undefined {
 
 /** The tuning options of {@link JwksCache} (all but `uri`), shared with `requireBearer({ jwks })`. */
 export const JWKS_TUNING_SCHEMA: OptionSchema = {
-  timeoutSeconds: { type: 'number', expected: 'a number of seconds from 0.01 to 60', check: within(0.01, 60) },
+  // Wide enough for the OpenID relying party, which passes its own per-call deadline.
+  timeoutSeconds: { type: 'number', expected: 'a number of seconds from 0.001 to 600', check: within(0.001, 600) },
   cooldownSeconds: { type: 'number', expected: 'a number of seconds from 0 to 3600', check: within(0, 3600) },
   maxAgeSeconds: { type: 'number', expected: 'a number of seconds from 0.01 to 86400', check: within(0.01, 86_400) },
   minAgeSeconds: { type: 'number', expected: 'a number of seconds from 0 to 86400', check: within(0, 86_400) },

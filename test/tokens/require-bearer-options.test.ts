@@ -106,7 +106,7 @@ describe('requireBearer with a TokenService', () => {
   it('refuses jwks tuning without jwksUri, and jwks options out of range', () => {
     expect(() => requireBearer({ keys, algorithms: ['ES256'], issuer, audience, jwks: { timeoutSeconds: 1 } })).toThrow(/give jwksUri too/);
     expect(() =>
-      requireBearer({ jwksUri: `${issuer}/jwks`, algorithms: ['ES256'], issuer, audience, jwks: { timeoutSeconds: 600 } }),
-    ).toThrow('requireBearer: jwks: timeoutSeconds must be from 0.01 to 60, got 600');
+      requireBearer({ jwksUri: `${issuer}/jwks`, algorithms: ['ES256'], issuer, audience, jwks: { timeoutSeconds: 601 } }),
+    ).toThrow('requireBearer: jwks: timeoutSeconds must be from 0.001 to 600, got 601');
   });
 });
