@@ -187,7 +187,8 @@ export class RefreshTokens {
 
   /**
    * Redeems a refresh token: consumes it and returns its successor. Of two concurrent rotations of one token
-   * exactly one wins; the other counts as reuse. Reuse, or presentation by another client, revokes the grant.
+   * exactly one consumes it; the other counts as reuse. Reuse, or presentation by another client, revokes the grant
+   * (and with it any successor just minted).
    *
    * @example
    * try { const next = await refreshTokens.rotate(req.body.refresh_token, client.id); }
