@@ -5,7 +5,6 @@ import { isAcceptableKid, isHmacAlgorithm, isSupportedAlgorithm } from './algori
 import { TokenError } from './errors';
 import { downloadKeySet, type CachedKey } from './jwks-document';
 import type { KeyResolver } from './key-set';
-import { refuseRenamedOptions, RENAMED } from './renamed-options';
 
 /** Options of {@link JwksCache}. */
 export interface JwksCacheOptions {
@@ -115,7 +114,6 @@ export class JwksCache implements KeyResolver {
   private fetchCount = 0;
 
   constructor(options: JwksCacheOptions) {
-    refuseRenamedOptions('JwksCache', options, RENAMED.jwks);
     checkOptions('JwksCache', options, SCHEMA);
     this.uri = new URL(options.uri).href;
     this.timeoutMs = (options.timeoutSeconds ?? 2) * 1000;

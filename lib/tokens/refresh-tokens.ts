@@ -3,7 +3,6 @@ import type { KeyValueStore } from '../store/port';
 import { debugChannel } from '../util/debug';
 import { checkOptions, OptionsError, within, type OptionSchema } from '../util/options';
 import { RefreshTokenError } from './errors';
-import { refuseRenamedOptions, RENAMED } from './renamed-options';
 import { accessTokenRevokedKey, grantRevokedKey, ID_PATTERN, TokenRevocations, type RevocableClaims } from './token-revocations';
 
 /** Options of {@link RefreshTokens}. */
@@ -144,7 +143,6 @@ export class RefreshTokens {
   private readonly now: () => number;
 
   constructor(options: RefreshTokensOptions) {
-    refuseRenamedOptions('RefreshTokens', options, RENAMED.refreshTokens);
     checkOptions('RefreshTokens', options as unknown, SCHEMA);
     this.store = options.store;
     this.lifetimeSeconds = options.lifetimeSeconds ?? 14 * DAY;

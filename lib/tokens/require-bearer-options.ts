@@ -6,7 +6,6 @@ import { checkOptions, OptionsError, within, type OptionSchema } from '../util/o
 import { isHmacAlgorithm, keyFitsAlgorithm, minimumSecretBytes, type SupportedAlgorithm } from './algorithms';
 import { JwksCache, JWKS_TUNING_SCHEMA, type JwksCacheOptions } from './jwks-cache';
 import type { KeyResolver } from './key-set';
-import { refuseRenamedOptions, RENAMED } from './renamed-options';
 import { TokenRevocations } from './token-revocations';
 import { ACCESS_TOKEN_CLAIMS, TokenService } from './token-service';
 import { createJwtVerifier, VERIFIER_SCHEMA, type VerifiedJwt } from './verify-jwt';
@@ -139,7 +138,6 @@ function resolverFrom(options: RequireBearerOptions, algorithms: readonly Suppor
   if (options.keys !== undefined) return options.keys;
   if (algorithms.some(isHmacAlgorithm))
     throw new OptionsError('requireBearer: a JWKS publishes public keys only; algorithms must not list HS*');
-  refuseRenamedOptions('requireBearer: jwks', options.jwks, RENAMED.jwks);
   checkOptions('requireBearer: jwks', options.jwks ?? {}, JWKS_TUNING_SCHEMA);
   return new JwksCache({ ...options.jwks, uri: options.jwksUri as string });
 }

@@ -6,7 +6,6 @@ import { isHmacAlgorithm, type SupportedAlgorithm } from './algorithms';
 import { TokenError } from './errors';
 import { KeySet } from './key-set';
 import { RefreshTokens, type IssuedRefreshToken } from './refresh-tokens';
-import { refuseRenamedOptions, RENAMED } from './renamed-options';
 import { accessTokenContent, idTokenContent, type AccessTokenInput, type IdTokenInput, type TokenContent } from './token-claims';
 import type { RevocableClaims, TokenRevocations } from './token-revocations';
 import { createJwtVerifier, type VerifiedJwt } from './verify-jwt';
@@ -102,7 +101,6 @@ export class TokenService {
   private readonly verifiers = new Map<string, (token: string) => Promise<VerifiedJwt>>();
 
   constructor(options: TokenServiceOptions) {
-    refuseRenamedOptions('TokenService', options, RENAMED.tokenService);
     checkOptions('TokenService', options as unknown, SCHEMA);
     if (!(options.keys instanceof KeySet))
       throw new OptionsError('TokenService: keys must be a KeySet, e.g. new KeySet([{ kid, alg: "ES256", privateKey }])');
