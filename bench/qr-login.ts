@@ -79,7 +79,7 @@ export async function runQrLoginBench(options: QrLoginBenchOptions = {}): Promis
     prefix: `ssobench:qr:${randomBytes(4).toString('hex')}:`,
   });
   const keys = KeySet.generate('ES256');
-  const tokenService = new TokenService({ keys, issuer: 'https://idp.example.test', store, accessTokenTtlSeconds: 7200 });
+  const tokenService = new TokenService({ keys, issuer: 'https://idp.example.test', store, accessTokenLifetimeSeconds: 7200 });
   const phoneSecret = randomBytes(32);
   const appSecret = generateAppSecret();
   const redirectUri = 'https://shop.example.test/callback/qr';

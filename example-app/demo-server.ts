@@ -183,7 +183,7 @@ export async function startDemo(options: DemoOptions = {}): Promise<RunningDemo>
     const trustProxy = 'loopback, linklocal, uniquelocal';
 
     const tokenKeys = KeySet.generate('RS256', 'demo-api-1');
-    const tokenService = new TokenService({ keys: tokenKeys, issuer: origin('idp'), store, accessTokenTtlSeconds: 7200 });
+    const tokenService = new TokenService({ keys: tokenKeys, issuer: origin('idp'), store, accessTokenLifetimeSeconds: 7200 });
     const links: DemoLinks = {
       shop: `${origin('shop')}/`,
       admin: `${origin('admin')}/`,

@@ -26,7 +26,7 @@ function revocationWindow(refreshTokens: object): { seconds: number; option: str
  * `qrLoginProvider` needs. Checks that a revoked grant stays marked as long as the QR access tokens live.
  *
  * @example
- * const tokens = new TokenService({ keys, issuer: 'https://idp.example.test', store, accessTokenTtlSeconds: 7200 });
+ * const tokens = new TokenService({ keys, issuer: 'https://idp.example.test', store, accessTokenLifetimeSeconds: 7200 });
  * idp.use(qrLoginProvider({ store, apps, users, tokens: qrTokenIssuer(tokens) }));
  */
 export function qrTokenIssuer(service: TokenService, options: QrTokenIssuerOptions = {}): QrTokenIssuer {

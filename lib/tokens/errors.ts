@@ -53,6 +53,8 @@ const MESSAGES: Record<TokenErrorReason, string> = {
  */
 export class TokenError extends Error {
   override readonly name = 'TokenError';
+  /** Always `invalid_token`, the RFC 6750 error it answers as; `reason` says which check failed. */
+  readonly code = 'invalid_token';
   readonly reason: TokenErrorReason;
   readonly claim: string | undefined;
 
@@ -75,6 +77,8 @@ export type KeySourceFailure = 'unreachable' | 'timeout' | 'bad_response';
  */
 export class KeySourceUnavailableError extends Error {
   override readonly name = 'KeySourceUnavailableError';
+  /** `key_source_error` for a `bad_response` (502), `key_source_unavailable` otherwise (503), as middlewares answer. */
+  readonly code: 'key_source_unavailable' | 'key_source_error';
   readonly failure: KeySourceFailure;
 
   constructor(failure: KeySourceFailure, options?: { cause?: unknown }) {
@@ -87,6 +91,7 @@ export class KeySourceUnavailableError extends Error {
       options,
     );
     this.failure = failure;
+    this.code = failure === 'bad_response' ? 'key_source_error' : 'key_source_unavailable';
   }
 }
 
@@ -97,25 +102,28 @@ export const KeySourceUnavailable = KeySourceUnavailableError;
 export type RefreshTokenErrorReason = 'invalid' | 'reused' | 'revoked' | 'client_mismatch';
 
 /**
- * A refresh token cannot be redeemed. `reused` means an already-rotated token came back: its whole family has
- * been revoked. Token endpoints answer 400 `invalid_grant` for every reason.
+ * A refresh token cannot be redeemed. `reused` means an already-rotated token came back: its grant (every family
+ * of it, and the access tokens carrying its `gid`) has been revoked. Token endpoints answer 400 `invalid_grant` for
+ * every reason.
  *
  * @example
  * catch (err) { if (err instanceof RefreshTokenError) next(new BadRequestError({ code: err.oauthError })); }
  */
 export class RefreshTokenError extends Error {
   override readonly name = 'RefreshTokenError';
+  /** Always `invalid_grant` (RFC 6749 §5.2), the same as `oauthError`. */
+  readonly code = 'invalid_grant';
   readonly reason: RefreshTokenErrorReason;
   readonly oauthError = 'invalid_grant';
 
   constructor(reason: RefreshTokenErrorReason) {
     super(
       reason === 'reused'
-        ? 'the refresh token was already used; its token family has been revoked'
+        ? 'the refresh token was already used; its grant has been revoked'
         : reason === 'revoked'
           ? 'the refresh token has been revoked'
           : reason === 'client_mismatch'
-            ? 'the refresh token was issued to another client; its token family has been revoked'
+            ? 'the refresh token was issued to another client; its grant has been revoked'
             : 'the refresh token is invalid or expired',
     );
     this.reason = reason;

@@ -20,7 +20,15 @@ export {
 export { verifyJwt, createJwtVerifier, type VerifyJwtOptions, type VerifiedJwt } from './verify-jwt';
 export { JwksCache, type JwksCacheOptions } from './jwks-cache';
 export { jwksHandler, type JwksHandlerOptions } from './jwks-handler';
-export { TokenService, type TokenServiceOptions, type AccessTokenInput, type IdTokenInput, type IssuedToken } from './token-service';
+export {
+  TokenService,
+  type TokenServiceOptions,
+  type AccessTokenInput,
+  type IdTokenInput,
+  type IssuedToken,
+  type IssuedTokens,
+  type RedeemRefreshTokenInput,
+} from './token-service';
 export {
   RefreshTokens,
   type RefreshTokensOptions,
@@ -29,4 +37,6 @@ export {
   type IssuedRefreshToken,
   type RevocableClaims,
 } from './refresh-tokens';
+export { TokenRevocations } from './token-revocations';
 export { requireBearer, type RequireBearerOptions } from './require-bearer';
+export { requiredScopes, claimCheck, claimEquals, claimIncludes, type JsonPrimitive } from './claim-checks';

@@ -1,20 +1,28 @@
-import { createPublicKey, type JsonWebKey, type KeyObject } from 'node:crypto';
-import { isAcceptableKid, isHmacAlgorithm, isSupportedAlgorithm, keyFitsAlgorithm } from './algorithms';
-import { KeySourceUnavailableError, TokenError } from './errors';
+import type { KeyObject } from 'node:crypto';
+import { debugChannel } from '../util/debug';
+import { checkOptions, within, type OptionSchema } from '../util/options';
+import { isAcceptableKid, isHmacAlgorithm, isSupportedAlgorithm } from './algorithms';
+import { TokenError } from './errors';
+import { downloadKeySet, type CachedKey } from './jwks-document';
 import type { KeyResolver } from './key-set';
 
 /** Options of {@link JwksCache}. */
 export interface JwksCacheOptions {
   /** The JWKS URL. `https:` only, except `http:` on a loopback host (tests, a sidecar). */
   uri: string;
-  /** Abort a fetch after this long. Default 2000 ms. */
-  timeoutMs?: number;
-  /** Least time between two refetches caused by an unknown kid, so random kids cannot hammer the endpoint. Default 30000 ms. */
-  cooldownMs?: number;
-  /** Longest time a fetched key set is used before it is fetched again. Default 600000 ms (10 min). */
-  maxAgeMs?: number;
-  /** Shortest cache time, whatever `Cache-Control` says (`no-store`, `max-age=0`). Default 30000 ms (or maxAgeMs if smaller). */
-  minAgeMs?: number;
+  /** Abort a fetch after this long. Default 2. */
+  timeoutSeconds?: number;
+  /** Least time between two refetches caused by an unknown kid, so random kids cannot hammer the endpoint. Default 30. */
+  cooldownSeconds?: number;
+  /** Longest time a fetched key set is used before it is fetched again. Default 600 (10 min). */
+  maxAgeSeconds?: number;
+  /** Shortest cache time, whatever `Cache-Control` says (`no-store`, `max-age=0`). Default 30 (or maxAgeSeconds if smaller). */
+  minAgeSeconds?: number;
+  /**
+   * How long past its cache lifetime the last good key set keeps verifying while the endpoint fails; beyond it,
+   * verification fails closed (503). Default 3600.
+   */
+  staleIfErrorSeconds?: number;
   /** Largest JWKS body accepted. Default 256 KiB. */
   maxResponseBytes?: number;
   /** The fetch implementation. Default the global `fetch`. */
@@ -23,77 +31,60 @@ export interface JwksCacheOptions {
   now?: () => number;
 }
 
-interface CachedKey {
-  kid: string | undefined;
-  algorithms: ReadonlySet<string>;
-  key: KeyObject;
-}
-
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
-const MAX_KEYS = 100;
+// The background refresh runs when this share of the cache lifetime has passed, so the next set arrives before
+// the current one expires even when the endpoint takes its whole timeout.
+const REFRESH_AHEAD_SHARE = 0.8;
+// Never refresh in the background more often than this, whatever the endpoint's Cache-Control says.
+const MIN_BACKGROUND_INTERVAL_MS = 1000;
+const MAX_TIMER_MS = 2 ** 31 - 1;
+const debug = debugChannel('token');
 
-function positiveMs(name: string, value: unknown, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
-    throw new TypeError(`JwksCache: ${name} must be a positive number of milliseconds, got ${JSON.stringify(value)}`);
-  }
-  return value;
-}
-
-function nonNegativeMs(name: string, value: unknown, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
-    throw new TypeError(`JwksCache: ${name} must be a number of milliseconds ≥ 0, got ${JSON.stringify(value)}`);
-  }
-  return value;
-}
-
-/** Cache lifetime from `Cache-Control`: max-age within [min, max]; no-store/no-cache count as 0. */
-function cacheLifetime(header: string | null, minMs: number, maxMs: number): number {
-  if (!header) return maxMs;
-  const directives = header.toLowerCase();
-  if (/(^|,)\s*(no-store|no-cache)\s*(,|$)/.test(directives)) return minMs;
-  const match = /(?:^|,)\s*max-age\s*=\s*"?(\d+)"?/.exec(directives);
-  if (!match?.[1]) return maxMs;
-  return Math.min(maxMs, Math.max(minMs, Number(match[1]) * 1000));
-}
-
-/** Algorithms a published JWK may verify: its own `alg` when given, else what its type allows. */
-function algorithmsFor(jwk: Record<string, unknown>, key: KeyObject): Set<string> {
-  if (jwk.alg !== undefined) {
-    return typeof jwk.alg === 'string' && isSupportedAlgorithm(jwk.alg) && !isHmacAlgorithm(jwk.alg) && keyFitsAlgorithm(key, jwk.alg)
-      ? new Set([jwk.alg])
-      : new Set();
-  }
-  return new Set(['RS256', 'PS256', 'ES256'].filter((alg) => keyFitsAlgorithm(key, alg)));
-}
-
-function toCachedKey(entry: unknown): CachedKey | undefined {
-  if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) return undefined;
-  const jwk = entry as Record<string, unknown>;
-  if (jwk.use !== undefined && jwk.use !== 'sig') return undefined;
-  if (jwk.key_ops !== undefined && !(Array.isArray(jwk.key_ops) && jwk.key_ops.includes('verify'))) return undefined;
-  // Only public-key types: a symmetric ("oct") key published in a JWKS would be a secret everyone can read.
-  if (jwk.kty !== 'RSA' && jwk.kty !== 'EC') return undefined;
-  if (jwk.kid !== undefined && !isAcceptableKid(jwk.kid)) return undefined;
-  if (typeof jwk.d === 'string') return undefined; // a private key was published by mistake; do not use it
-  let key: KeyObject;
+function checkUri(uri: string): string | undefined {
+  let url: URL;
   try {
-    key = createPublicKey({ key: jwk as JsonWebKey, format: 'jwk' });
+    url = new URL(uri);
   } catch {
-    return undefined;
+    return `must be an absolute URL such as "https://auth.example.test/.well-known/jwks.json", got ${JSON.stringify(uri)}`;
   }
-  const algorithms = algorithmsFor(jwk, key);
-  // keyFitsAlgorithm already refuses RSA under 2048 bits and curves other than P-256.
-  if (algorithms.size === 0) return undefined;
-  return { kid: jwk.kid as string | undefined, algorithms, key };
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname))) {
+    return `must use https: (http: is allowed only on a loopback host), got ${JSON.stringify(uri)}`;
+  }
+  if (url.username || url.password) return 'must not carry credentials';
+  return undefined;
 }
+
+/** The tuning options of {@link JwksCache} (all but `uri`), shared with `requireBearer({ jwks })`. */
+export const JWKS_TUNING_SCHEMA: OptionSchema = {
+  // Wide enough for the OpenID relying party, which passes its own per-call deadline.
+  timeoutSeconds: { type: 'number', expected: 'a number of seconds from 0.001 to 600', check: within(0.001, 600) },
+  cooldownSeconds: { type: 'number', expected: 'a number of seconds from 0 to 3600', check: within(0, 3600) },
+  maxAgeSeconds: { type: 'number', expected: 'a number of seconds from 0.01 to 86400', check: within(0.01, 86_400) },
+  minAgeSeconds: { type: 'number', expected: 'a number of seconds from 0 to 86400', check: within(0, 86_400) },
+  staleIfErrorSeconds: { type: 'number', expected: 'a number of seconds from 0 to 604800', check: within(0, 604_800) },
+  maxResponseBytes: { type: 'integer', expected: 'a whole number of bytes from 1 to 16777216', check: within(1, 16 * 1024 * 1024) },
+  fetch: { type: 'function', expected: 'a fetch implementation' },
+  now: { type: 'function', expected: 'a function returning epoch milliseconds' },
+};
+
+const SCHEMA: OptionSchema = {
+  uri: {
+    type: 'string',
+    required: true,
+    expected: 'the JWKS URL, e.g. "https://auth.example.test/.well-known/jwks.json"',
+    check: checkUri,
+  },
+  ...JWKS_TUNING_SCHEMA,
+};
 
 /**
- * Remote verification keys from a JWKS endpoint, converted to `KeyObject`s once per fetch. Lookup by kid; an
- * unknown kid triggers one refetch (at most one per `cooldownMs`); concurrent misses share one fetch; a fetch is
- * aborted after `timeoutMs`; when the endpoint fails, the keys already cached keep working (stale-while-error).
- * With no keys at all and no answer, `getKey` throws {@link KeySourceUnavailableError} (503 in middlewares).
+ * Remote verification keys from a JWKS endpoint, converted to `KeyObject`s once per fetch. While the cache is in
+ * use it refreshes the key set in the background before the set's lifetime (`Cache-Control: max-age` within
+ * [`minAgeSeconds`, `maxAgeSeconds`]) runs out, so a key the issuer publishes before signing with it is known when
+ * its first token arrives. An unknown kid triggers at most one refetch per `cooldownSeconds`; concurrent fetches
+ * are one (single-flight); a fetch is aborted after `timeoutSeconds`. When the endpoint fails, the last good keys
+ * keep verifying for `staleIfErrorSeconds` past their lifetime; with no usable keys, `getKey` throws
+ * {@link KeySourceUnavailableError} (503 in middlewares).
  *
  * @example
  * const jwks = new JwksCache({ uri: 'https://auth.example.test/.well-known/jwks.json' });
@@ -105,39 +96,35 @@ export class JwksCache implements KeyResolver {
   private readonly cooldownMs: number;
   private readonly maxAgeMs: number;
   private readonly minAgeMs: number;
+  private readonly staleIfErrorMs: number;
+  private readonly retryDelayMs: number;
   private readonly maxResponseBytes: number;
   private readonly fetchImpl: typeof fetch;
   private readonly now: () => number;
   private keys: CachedKey[] | undefined;
-  private expiresAt = 0;
+  private freshUntil = 0;
+  private staleUntil = 0;
+  private refreshAt = 0;
+  private lastError: unknown;
+  private retryAt = 0;
   private lastMissRefetchAt = Number.NEGATIVE_INFINITY;
   private inflight: Promise<void> | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private usedSinceRefresh = false;
   private fetchCount = 0;
 
   constructor(options: JwksCacheOptions) {
-    if (typeof options !== 'object' || options === null) throw new TypeError('JwksCache: pass options { uri }');
-    let url: URL;
-    try {
-      url = new URL(String(options.uri));
-    } catch {
-      throw new TypeError(
-        `JwksCache: uri must be an absolute URL such as "https://auth.example.test/.well-known/jwks.json", got ${JSON.stringify(options.uri)}`,
-      );
-    }
-    if (url.protocol !== 'https:' && !(url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname))) {
-      throw new TypeError(`JwksCache: uri must use https: (http: is allowed only on a loopback host), got ${JSON.stringify(options.uri)}`);
-    }
-    if (url.username || url.password) throw new TypeError('JwksCache: uri must not carry credentials');
-    this.uri = url.href;
-    this.timeoutMs = positiveMs('timeoutMs', options.timeoutMs, 2000);
-    this.cooldownMs = nonNegativeMs('cooldownMs', options.cooldownMs, 30_000);
-    this.maxAgeMs = positiveMs('maxAgeMs', options.maxAgeMs, 600_000);
-    this.minAgeMs = Math.min(this.maxAgeMs, nonNegativeMs('minAgeMs', options.minAgeMs, 30_000));
-    this.maxResponseBytes = positiveMs('maxResponseBytes', options.maxResponseBytes, 256 * 1024);
-    if (options.fetch !== undefined && typeof options.fetch !== 'function') throw new TypeError('JwksCache: fetch must be a function');
+    checkOptions('JwksCache', options, SCHEMA);
+    this.uri = new URL(options.uri).href;
+    this.timeoutMs = (options.timeoutSeconds ?? 2) * 1000;
+    this.cooldownMs = (options.cooldownSeconds ?? 30) * 1000;
+    this.maxAgeMs = (options.maxAgeSeconds ?? 600) * 1000;
+    this.minAgeMs = Math.min(this.maxAgeMs, (options.minAgeSeconds ?? 30) * 1000);
+    this.staleIfErrorMs = (options.staleIfErrorSeconds ?? 3600) * 1000;
+    // A failing endpoint is retried after the cooldown (at least a second), not on every request.
+    this.retryDelayMs = Math.min(this.maxAgeMs, Math.max(this.cooldownMs, 1000));
+    this.maxResponseBytes = options.maxResponseBytes ?? 256 * 1024;
     this.fetchImpl = options.fetch ?? fetch;
-    if (options.now !== undefined && typeof options.now !== 'function')
-      throw new TypeError('JwksCache: now must be a function returning epoch milliseconds');
     this.now = options.now ?? Date.now;
   }
 
@@ -155,14 +142,9 @@ export class JwksCache implements KeyResolver {
   async getKey(kid: string | undefined, alg: string): Promise<KeyObject> {
     if (!isSupportedAlgorithm(alg) || isHmacAlgorithm(alg)) throw new TokenError('unsupported_alg');
     if (kid !== undefined && !isAcceptableKid(kid)) throw new TokenError('unknown_kid');
-    if (this.keys === undefined || this.now() >= this.expiresAt) {
-      try {
-        await this.refresh();
-      } catch (error) {
-        // Stale-while-error: an endpoint outage must not log everyone out while we still hold its keys.
-        if (this.keys === undefined) throw error;
-      }
-    }
+    this.usedSinceRefresh = true;
+    if (this.timer === undefined && this.inflight === undefined) this.scheduleBackgroundRefresh();
+    await this.ensureUsable();
     const found = this.lookup(kid, alg);
     if (found) return found;
     const now = this.now();
@@ -175,6 +157,8 @@ export class JwksCache implements KeyResolver {
       }
       const refetched = this.lookup(kid, alg);
       if (refetched) return refetched;
+    } else if (debug.enabled) {
+      debug('unknown kid %s: no refetch, the last one for an unknown kid was %d ms ago', kid ?? '(none)', now - this.lastMissRefetchAt);
     }
     throw new TokenError(kid !== undefined && this.keys?.some((key) => key.kid === kid) ? 'alg_mismatch' : 'unknown_kid');
   }
@@ -193,6 +177,23 @@ export class JwksCache implements KeyResolver {
     return this.inflight;
   }
 
+  /** Makes sure the keys may be used: fresh, or stale within `staleIfErrorSeconds` while the endpoint fails. */
+  private async ensureUsable(): Promise<void> {
+    const now = this.now();
+    if (this.keys !== undefined && now < this.freshUntil) return;
+    if (this.lastError !== undefined && now < this.retryAt && this.inflight === undefined) {
+      // A fetch failed moments ago; requests must not hammer the endpoint. The background retry runs meanwhile.
+      if (this.keys !== undefined && now < this.staleUntil) return;
+      throw this.lastError;
+    }
+    try {
+      await this.refresh();
+    } catch (error) {
+      // Stale-if-error (RFC 5861 §4): an endpoint outage must not log everyone out while we still hold its keys.
+      if (this.keys === undefined || this.now() >= this.staleUntil) throw error;
+    }
+  }
+
   private lookup(kid: string | undefined, alg: string): KeyObject | undefined {
     const keys = this.keys;
     if (!keys) return undefined;
@@ -206,51 +207,49 @@ export class JwksCache implements KeyResolver {
   private async load(): Promise<void> {
     this.fetchCount++;
     try {
-      const { keys, lifetimeMs } = await this.download();
+      const { keys, lifetimeMs } = await downloadKeySet({
+        uri: this.uri,
+        timeoutMs: this.timeoutMs,
+        maxResponseBytes: this.maxResponseBytes,
+        minAgeMs: this.minAgeMs,
+        maxAgeMs: this.maxAgeMs,
+        fetch: this.fetchImpl,
+      });
+      const now = this.now();
       this.keys = keys;
-      this.expiresAt = this.now() + lifetimeMs;
+      this.lastError = undefined;
+      this.freshUntil = now + lifetimeMs;
+      this.staleUntil = this.freshUntil + this.staleIfErrorMs;
+      this.refreshAt = now + Math.max(lifetimeMs * REFRESH_AHEAD_SHARE, MIN_BACKGROUND_INTERVAL_MS);
     } catch (error) {
-      // Retry a failed endpoint after the cooldown, not on every request; the stale keys serve meanwhile.
-      if (this.keys !== undefined) this.expiresAt = this.now() + Math.min(this.maxAgeMs, Math.max(this.cooldownMs, 1000));
+      const now = this.now();
+      this.lastError = error;
+      this.retryAt = now + this.retryDelayMs;
+      this.refreshAt = this.retryAt;
+      if (debug.enabled) {
+        const failure = (error as { failure?: unknown }).failure ?? 'unknown';
+        debug('JWKS fetch failed (%s); %s', failure, this.keys === undefined ? 'no keys to verify with' : 'serving the last good keys');
+      }
       throw error;
+    } finally {
+      this.scheduleBackgroundRefresh();
     }
   }
 
-  private async download(): Promise<{ keys: CachedKey[]; lifetimeMs: number }> {
-    let response: Response;
-    let body: string;
-    try {
-      response = await this.fetchImpl(this.uri, {
-        signal: AbortSignal.timeout(this.timeoutMs),
-        headers: { accept: 'application/jwk-set+json, application/json' },
-        redirect: 'error',
-      });
-      const declared = Number(response.headers.get('content-length') ?? '0');
-      if (declared > this.maxResponseBytes) {
-        await response.body?.cancel();
-        throw new KeySourceUnavailableError('bad_response');
-      }
-      body = await response.text();
-    } catch (error) {
-      if (error instanceof KeySourceUnavailableError) throw error;
-      const name = (error as { name?: unknown })?.name;
-      throw new KeySourceUnavailableError(name === 'TimeoutError' || name === 'AbortError' ? 'timeout' : 'unreachable', { cause: error });
-    }
-    if (response.status >= 500) throw new KeySourceUnavailableError('unreachable');
-    if (response.status !== 200 || body.length > this.maxResponseBytes) throw new KeySourceUnavailableError('bad_response');
-    let document: unknown;
-    try {
-      document = JSON.parse(body);
-    } catch {
-      throw new KeySourceUnavailableError('bad_response');
-    }
-    const entries = (document as { keys?: unknown } | null)?.keys;
-    if (!Array.isArray(entries)) throw new KeySourceUnavailableError('bad_response');
-    const keys = entries.slice(0, MAX_KEYS).flatMap((entry) => {
-      const key = toCachedKey(entry);
-      return key ? [key] : [];
-    });
-    if (keys.length === 0) throw new KeySourceUnavailableError('bad_response');
-    return { keys, lifetimeMs: cacheLifetime(response.headers.get('cache-control'), this.minAgeMs, this.maxAgeMs) };
+  /**
+   * Arms the one background timer. When it fires, the key set is refreshed only if tokens were verified since
+   * the last refresh: an idle cache goes quiet (and can be garbage-collected) instead of polling forever.
+   */
+  private scheduleBackgroundRefresh(): void {
+    if (this.timer !== undefined || (this.keys === undefined && this.lastError === undefined)) return;
+    const delay = Math.min(MAX_TIMER_MS, Math.max(0, this.refreshAt - this.now()));
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      if (!this.usedSinceRefresh) return;
+      this.usedSinceRefresh = false;
+      // The outcome is recorded by load(); nobody waits on a background refresh.
+      this.refresh().catch(() => undefined);
+    }, delay);
+    this.timer.unref();
   }
 }

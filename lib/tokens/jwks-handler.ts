@@ -1,5 +1,6 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { MethodNotAllowedError } from '../http/errors';
+import { checkOptions, OptionsError, within } from '../util/options';
 import { KeySet } from './key-set';
 
 /** Options of {@link jwksHandler}. */
@@ -17,14 +18,13 @@ export interface JwksHandlerOptions {
  */
 export function jwksHandler(keySet: KeySet, options: JwksHandlerOptions = {}): RequestHandler {
   if (!(keySet instanceof KeySet)) {
-    throw new TypeError('jwksHandler: the first argument must be a KeySet, e.g. app.get("/.well-known/jwks.json", jwksHandler(keys))');
+    throw new OptionsError('jwksHandler: the first argument must be a KeySet, e.g. app.get("/.well-known/jwks.json", jwksHandler(keys))');
   }
+  checkOptions('jwksHandler', options, {
+    // Cache-Control max-age takes whole seconds (RFC 9111 §1.2.2).
+    maxAgeSeconds: { type: 'integer', expected: 'a whole number of seconds from 0 to 86400', check: within(0, 86_400) },
+  });
   const maxAge = options.maxAgeSeconds ?? 600;
-  if (!Number.isInteger(maxAge) || maxAge < 0 || maxAge > 86_400) {
-    throw new TypeError(
-      `jwksHandler: maxAgeSeconds must be a whole number of seconds between 0 and 86400, got ${JSON.stringify(options.maxAgeSeconds)}`,
-    );
-  }
   // The document never changes for a given KeySet, so it is serialized once.
   const body = JSON.stringify(keySet.publicJwks());
   const cacheControl = `public, max-age=${maxAge}`;

@@ -17,6 +17,7 @@ import {
   SUPPORTED_ALGORITHMS,
   type SupportedAlgorithm,
 } from './algorithms';
+import { checkOptions, OptionsError, type OptionSchema } from '../util/options';
 import { TokenError } from './errors';
 
 /** Key material as PEM (string or Buffer), a JWK object, or a ready `KeyObject`. */
@@ -76,17 +77,18 @@ function describe(kid: string): string {
 
 function toSecretKey(kid: string, secret: string | Buffer | KeyObject): KeyObject {
   if (secret instanceof KeyObject) {
-    if (secret.type !== 'secret') throw new TypeError(`${describe(kid)}: secret must be a secret KeyObject, got a ${secret.type} key`);
+    if (secret.type !== 'secret') throw new OptionsError(`${describe(kid)}: secret must be a secret KeyObject, got a ${secret.type} key`);
     return secret;
   }
   if (typeof secret === 'string') return createSecretKey(Buffer.from(secret, 'utf8'));
   if (Buffer.isBuffer(secret)) return createSecretKey(Buffer.from(secret));
-  throw new TypeError(`${describe(kid)}: secret must be a string, a Buffer or a secret KeyObject`);
+  throw new OptionsError(`${describe(kid)}: secret must be a string, a Buffer or a secret KeyObject`);
 }
 
 function toAsymmetricKey(kid: string, material: KeyMaterial, kind: 'private' | 'public'): KeyObject {
   if (material instanceof KeyObject) {
-    if (material.type !== kind) throw new TypeError(`${describe(kid)}: ${kind}Key must be a ${kind} KeyObject, got a ${material.type} key`);
+    if (material.type !== kind)
+      throw new OptionsError(`${describe(kid)}: ${kind}Key must be a ${kind} KeyObject, got a ${material.type} key`);
     return material;
   }
   try {
@@ -99,7 +101,7 @@ function toAsymmetricKey(kid: string, material: KeyMaterial, kind: 'private' | '
   } catch {
     // The library's own message can echo key material; say only what is wrong.
   }
-  throw new TypeError(
+  throw new OptionsError(
     `${describe(kid)}: ${kind}Key must be a PEM string or Buffer, a JWK object or a KeyObject, and parse as a ${kind} key`,
   );
 }
@@ -120,38 +122,55 @@ function explainMismatch(kid: string, alg: SupportedAlgorithm, key: KeyObject): 
   return `${describe(kid)}: a ${type ?? 'unknown'} key cannot be used with ${alg}${type === 'rsa-pss' ? ' (use a plain RSA key for PS256)' : ''}`;
 }
 
-function loadKey(definition: KeyDefinition): LoadedKey {
-  if (typeof definition !== 'object' || definition === null)
-    throw new TypeError('KeySet: every key definition must be an object { kid, alg, ... }');
+const DEFINITION_SCHEMA: OptionSchema = {
+  kid: {
+    type: 'string',
+    required: true,
+    expected: '1–128 characters of A-Z a-z 0-9 . _ ~ + = - (no "..")',
+    check: (kid: string) =>
+      isAcceptableKid(kid) ? undefined : `must be 1–128 characters of A-Z a-z 0-9 . _ ~ + = - (no ".."), got ${JSON.stringify(kid)}`,
+  },
+  alg: { type: 'string', required: true, expected: `one of ${SUPPORTED_ALGORITHMS.join(', ')}` },
+  secret: { type: ['string', 'buffer', 'object'], expected: 'a string, a Buffer or a secret KeyObject' },
+  privateKey: { type: ['string', 'buffer', 'object'], expected: 'a PEM string or Buffer, a JWK object or a KeyObject' },
+  publicKey: { type: ['string', 'buffer', 'object'], expected: 'a PEM string or Buffer, a JWK object or a KeyObject' },
+};
+
+const OPTIONS_SCHEMA: OptionSchema = {
+  activeKid: { type: 'string', expected: 'the kid of a key with a secret or private key' },
+};
+
+function loadKey(definition: KeyDefinition, index: number): LoadedKey {
+  if (typeof definition !== 'object' || definition === null || Array.isArray(definition))
+    throw new OptionsError('KeySet: every key definition must be an object { kid, alg, ... }');
+  const name = typeof definition.kid === 'string' && isAcceptableKid(definition.kid) ? `key "${definition.kid}"` : `key ${index}`;
+  checkOptions(`KeySet: ${name}`, definition as unknown, DEFINITION_SCHEMA);
   const { kid, alg } = definition;
-  if (!isAcceptableKid(kid)) {
-    throw new TypeError(`KeySet: kid must be 1–128 characters of A-Z a-z 0-9 . _ ~ + = - (no ".."), got ${JSON.stringify(kid)}`);
-  }
   if (!isSupportedAlgorithm(alg)) {
-    throw new TypeError(`${describe(kid)}: alg must be one of ${SUPPORTED_ALGORITHMS.join(', ')}, got ${JSON.stringify(alg)}`);
+    throw new OptionsError(`${describe(kid)}: alg must be one of ${SUPPORTED_ALGORITHMS.join(', ')}, got ${JSON.stringify(alg)}`);
   }
   if (isHmacAlgorithm(alg)) {
-    if (definition.secret === undefined) throw new TypeError(`${describe(kid)}: ${alg} needs a secret`);
+    if (definition.secret === undefined) throw new OptionsError(`${describe(kid)}: ${alg} needs a secret`);
     if (definition.privateKey !== undefined || definition.publicKey !== undefined) {
-      throw new TypeError(`${describe(kid)}: ${alg} takes only a secret; remove privateKey/publicKey`);
+      throw new OptionsError(`${describe(kid)}: ${alg} takes only a secret; remove privateKey/publicKey`);
     }
     const secret = toSecretKey(kid, definition.secret);
-    if (!keyFitsAlgorithm(secret, alg)) throw new TypeError(explainMismatch(kid, alg, secret));
+    if (!keyFitsAlgorithm(secret, alg)) throw new OptionsError(explainMismatch(kid, alg, secret));
     // A shared secret never appears in a JWKS.
     return { kid, alg, verifyKey: secret, signKey: secret, jwk: undefined };
   }
-  if (definition.secret !== undefined) throw new TypeError(`${describe(kid)}: ${alg} takes privateKey/publicKey, not a secret`);
+  if (definition.secret !== undefined) throw new OptionsError(`${describe(kid)}: ${alg} takes privateKey/publicKey, not a secret`);
   if (definition.privateKey === undefined && definition.publicKey === undefined) {
-    throw new TypeError(`${describe(kid)}: ${alg} needs a privateKey (to sign) or a publicKey (to verify)`);
+    throw new OptionsError(`${describe(kid)}: ${alg} needs a privateKey (to sign) or a publicKey (to verify)`);
   }
   const signKey = definition.privateKey === undefined ? undefined : toAsymmetricKey(kid, definition.privateKey, 'private');
   const derived = signKey ? createPublicKey(signKey) : undefined;
   const given = definition.publicKey === undefined ? undefined : toAsymmetricKey(kid, definition.publicKey, 'public');
   if (derived && given && !derived.equals(given)) {
-    throw new TypeError(`${describe(kid)}: publicKey does not belong to privateKey`);
+    throw new OptionsError(`${describe(kid)}: publicKey does not belong to privateKey`);
   }
   const verifyKey = (given ?? derived) as KeyObject;
-  if (!keyFitsAlgorithm(verifyKey, alg)) throw new TypeError(explainMismatch(kid, alg, verifyKey));
+  if (!keyFitsAlgorithm(verifyKey, alg)) throw new OptionsError(explainMismatch(kid, alg, verifyKey));
   const exported = verifyKey.export({ format: 'jwk' });
   const jwk: JsonWebKey = { ...exported, kid, alg, use: 'sig' } as JsonWebKey;
   return { kid, alg, verifyKey, signKey, jwk };
@@ -175,20 +194,21 @@ export class KeySet implements KeyResolver {
 
   constructor(definitions: readonly KeyDefinition[], options: KeySetOptions = {}) {
     if (!Array.isArray(definitions) || definitions.length === 0) {
-      throw new TypeError('KeySet: pass a non-empty array of key definitions, e.g. [{ kid: "k1", alg: "ES256", privateKey: pem }]');
+      throw new OptionsError('KeySet: pass a non-empty array of key definitions, e.g. [{ kid: "k1", alg: "ES256", privateKey: pem }]');
     }
-    for (const definition of definitions) {
-      const loaded = loadKey(definition);
-      if (this.byKid.has(loaded.kid)) throw new TypeError(`KeySet: kid "${loaded.kid}" appears twice; every key needs its own kid`);
+    checkOptions('KeySet', options as unknown, OPTIONS_SCHEMA);
+    for (const [index, definition] of definitions.entries()) {
+      const loaded = loadKey(definition, index);
+      if (this.byKid.has(loaded.kid)) throw new OptionsError(`KeySet: kid "${loaded.kid}" appears twice; every key needs its own kid`);
       this.byKid.set(loaded.kid, loaded);
     }
     const { activeKid } = options;
     if (activeKid !== undefined) {
       const active = this.byKid.get(activeKid);
       if (!active)
-        throw new TypeError(`KeySet: activeKid "${String(activeKid)}" is not one of the keys (${[...this.byKid.keys()].join(', ')})`);
+        throw new OptionsError(`KeySet: activeKid "${String(activeKid)}" is not one of the keys (${[...this.byKid.keys()].join(', ')})`);
       if (!active.signKey)
-        throw new TypeError(`KeySet: activeKid "${activeKid}" has only a public key; give its privateKey to sign with it`);
+        throw new OptionsError(`KeySet: activeKid "${activeKid}" has only a public key; give its privateKey to sign with it`);
       this.activeKid = activeKid;
     } else {
       this.activeKid = [...this.byKid.values()].find((key) => key.signKey)?.kid;
@@ -205,7 +225,7 @@ export class KeySet implements KeyResolver {
    */
   static generate(alg: SupportedAlgorithm, kid: string = `${String(alg).toLowerCase()}-${randomBytes(6).toString('hex')}`): KeySet {
     if (!isSupportedAlgorithm(alg))
-      throw new TypeError(`KeySet.generate: alg must be one of ${SUPPORTED_ALGORITHMS.join(', ')}, got ${JSON.stringify(alg)}`);
+      throw new OptionsError(`KeySet.generate: alg must be one of ${SUPPORTED_ALGORITHMS.join(', ')}, got ${JSON.stringify(alg)}`);
     if (isHmacAlgorithm(alg)) return new KeySet([{ kid, alg, secret: randomBytes(minimumSecretBytes(alg)) }]);
     const pair =
       alg === 'ES256' ? generateKeyPairSync('ec', { namedCurve: 'prime256v1' }) : generateKeyPairSync('rsa', { modulusLength: 2048 });
@@ -215,7 +235,7 @@ export class KeySet implements KeyResolver {
   /** The active signing key. Throws when the set only verifies. */
   get signingKey(): SigningKey {
     const active = this.activeKid === undefined ? undefined : this.byKid.get(this.activeKid);
-    if (!active?.signKey) throw new TypeError('KeySet: this key set has no signing key (only public keys were given)');
+    if (!active?.signKey) throw new OptionsError('KeySet: this key set has no signing key (only public keys were given)');
     return { kid: active.kid, alg: active.alg, key: active.signKey };
   }
 

@@ -1,34 +1,44 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { KeyValueStore } from '../store/port';
+import { debugChannel } from '../util/debug';
+import { checkOptions, OptionsError, within, type OptionSchema } from '../util/options';
 import { RefreshTokenError } from './errors';
+import { accessTokenRevokedKey, grantRevokedKey, ID_PATTERN, TokenRevocations, type RevocableClaims } from './token-revocations';
 
 /** Options of {@link RefreshTokens}. */
 export interface RefreshTokensOptions {
   /** Where records live (a `RedisStore` in production). Only SHA-256 hashes of tokens are ever stored. */
   store: KeyValueStore;
-  /** Lifetime of each refresh token; every rotation issues a new one with a full lifetime. Default 14 days (spec §2.8: days to weeks). */
-  ttlSeconds?: number;
+  /** Lifetime of each refresh token; every rotation issues a new one with a full lifetime. Default 14 days. */
+  lifetimeSeconds?: number;
   /**
    * Longest life of a token family (one login), however often it is rotated: after it, the user logs in again.
-   * Default 90 days (or `ttlSeconds`, if longer).
+   * Default 90 days (or `lifetimeSeconds`, if longer).
    */
   absoluteLifetimeSeconds?: number;
   /**
-   * Lifetime of the access tokens of the same grants: after `revokeGrant`, the grant's "revoked" mark is kept at
-   * least this long (plus a minute of clock skew) and at least `ttlSeconds`. Default 3600.
+   * The longest lifetime of the access tokens issued beside these refresh tokens: a grant's revocation mark is kept
+   * at least this long (plus a minute of clock skew), so no access token of a revoked grant outlives its mark.
+   * Default 86400, the longest access token a `TokenService` issues.
    */
-  accessTokenTtlSeconds?: number;
+  accessTokenLifetimeSeconds?: number;
+  /** The clock, in epoch milliseconds. Default `Date.now`. */
+  now?: () => number;
 }
 
 /** What a refresh token stands for. */
 export interface RefreshTokenRecord {
-  /** All tokens descending from one login share a family; reuse of any rotated one revokes the whole family. */
+  /** All tokens descending from one login share a family. */
   familyId: string;
   clientId: string;
   /** The user (subject). */
   subject: string;
   scope?: string;
-  grantId?: string;
+  /**
+   * The grant the family belongs to: the caller's, or the family's own id when the caller named none. Access tokens
+   * carry it as `gid`; reuse of a rotated token revokes the grant, and with it those access tokens.
+   */
+  grantId: string;
   /** Epoch milliseconds. */
   issuedAt: number;
   /** Epoch milliseconds when the family (the login) started; the absolute lifetime counts from here. */
@@ -42,6 +52,7 @@ export interface IssueRefreshTokenInput {
   clientId: string;
   subject: string;
   scope?: string;
+  /** Groups several families under one grant (e.g. one consent); default: the new family is its own grant. */
   grantId?: string;
 }
 
@@ -53,16 +64,29 @@ export interface IssuedRefreshToken {
   record: RefreshTokenRecord;
 }
 
-/** Claims {@link RefreshTokens.isRevoked} looks at. */
-export interface RevocableClaims {
-  gid?: unknown;
-  jti?: unknown;
-}
+export type { RevocableClaims } from './token-revocations';
 
 const FAMILY_ACTIVE = 'active';
 const FAMILY_REVOKED = 'revoked';
 const TOKEN_PATTERN = /^[A-Za-z0-9_-]{43}$/;
-const ID_PATTERN = /^[A-Za-z0-9._~:-]{1,200}$/;
+// Revocation marks outlive the tokens they cover by this much, for clock skew between servers.
+const CLOCK_SKEW_SECONDS = 60;
+const DAY = 24 * 3600;
+const debug = debugChannel('token');
+
+const SCHEMA: OptionSchema = {
+  store: {
+    type: 'object',
+    required: true,
+    expected: 'a KeyValueStore, e.g. new RedisStore(url)',
+    check: (store: KeyValueStore) =>
+      typeof store.take === 'function' ? undefined : 'must be a KeyValueStore (a RedisStore or MemoryStore)',
+  },
+  lifetimeSeconds: { type: 'integer', expected: 'a whole number of seconds from 1 to 31536000', check: within(1, 365 * DAY) },
+  absoluteLifetimeSeconds: { type: 'integer', expected: 'a whole number of seconds from 1 to 31536000', check: within(1, 365 * DAY) },
+  accessTokenLifetimeSeconds: { type: 'integer', expected: 'a whole number of seconds from 1 to 86400', check: within(1, DAY) },
+  now: { type: 'function', expected: 'a function returning epoch milliseconds' },
+};
 
 function hashToken(token: string): string {
   return createHash('sha256').update(token).digest('base64url');
@@ -70,157 +94,165 @@ function hashToken(token: string): string {
 
 function requireId(name: string, value: unknown): string {
   if (typeof value !== 'string' || !ID_PATTERN.test(value)) {
-    throw new TypeError(`RefreshTokens: ${name} must be 1–200 characters of A-Z a-z 0-9 . _ ~ : -, got ${JSON.stringify(value)}`);
+    throw new OptionsError(`RefreshTokens: ${name} must be 1–200 characters of A-Z a-z 0-9 . _ ~ : -, got ${JSON.stringify(value)}`);
   }
   return value;
 }
 
-function positiveSeconds(name: string, value: unknown, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0) {
-    throw new TypeError(`RefreshTokens: ${name} must be a positive integer number of seconds, got ${JSON.stringify(value)}`);
+/** Records written before every family had a grant name none; such a family is its own grant. */
+function parseRecord(raw: string): RefreshTokenRecord | undefined {
+  try {
+    const record = JSON.parse(raw) as RefreshTokenRecord;
+    return { ...record, grantId: record.grantId ?? record.familyId, familyCreatedAt: record.familyCreatedAt ?? record.issuedAt };
+  } catch {
+    return undefined;
   }
-  return value;
 }
 
 /*
  * Keys (each group shares a Redis Cluster hash tag; no operation spans two groups atomically):
  *   rt:{<hash>}            the record, consumed with GETDEL on rotation
- *   rt:{<hash>}:family     the family id, kept for the token's whole lifetime: a token whose record is gone but whose
- *                          marker remains was already rotated (or revoked), so presenting it again is reuse
+ *   rt:{<hash>}:family     "<family> <grant>", kept for the token's whole lifetime: a token whose record is gone but
+ *                          whose marker remains was already rotated (or revoked), so presenting it again is reuse
  *   rtf:{<family>}         "active" | "revoked"; authoritative, checked on every rotation
  *   rtf:{<family>}:tokens  hashes of the family's live tokens, for cleanup
  *   grant:{<gid>}:families families of a grant
  *   grant:{<gid>}:revoked  present while any token of a revoked grant (access or refresh, even one issued after the
- *                          revocation) may still be unexpired
+ *                          revocation) may still be unexpired; requireBearer reads it for tokens carrying `gid`
  *   at:{<jti>}:revoked     present while one revoked access token may still be unexpired
  */
 
 /**
  * Opaque refresh tokens (256 random bits, base64url) stored only as SHA-256 hashes, bound to a client and a user,
- * rotated on every use with reuse detection: presenting an already-rotated token revokes its whole family.
+ * rotated on every use with reuse detection: presenting an already-rotated token, or another client's token,
+ * revokes the family's grant, so its refresh tokens and the access tokens carrying its `gid` die together
+ * (RFC 9700 §4.14.2).
  *
  * @example
  * const refreshTokens = new RefreshTokens({ store });
- * const { token } = await refreshTokens.issue({ clientId: 'shop', subject: 'alice', grantId });
+ * const { token } = await refreshTokens.issue({ clientId: 'shop', subject: 'alice' });
  * const next = await refreshTokens.rotate(token, 'shop'); // next.token replaces token
  */
 export class RefreshTokens {
-  readonly ttlSeconds: number;
+  readonly lifetimeSeconds: number;
   readonly absoluteLifetimeSeconds: number;
-  readonly accessTokenTtlSeconds: number;
+  readonly accessTokenLifetimeSeconds: number;
+  /** The reads `requireBearer` makes for tokens of these grants. */
+  readonly revocations: TokenRevocations;
   private readonly store: KeyValueStore;
+  private readonly now: () => number;
 
   constructor(options: RefreshTokensOptions) {
-    if (typeof options !== 'object' || options === null || typeof options.store?.take !== 'function') {
-      throw new TypeError('RefreshTokens: store is required, e.g. new RefreshTokens({ store: new RedisStore(url) })');
-    }
+    checkOptions('RefreshTokens', options as unknown, SCHEMA);
     this.store = options.store;
-    this.ttlSeconds = positiveSeconds('ttlSeconds', options.ttlSeconds, 14 * 24 * 3600);
-    this.absoluteLifetimeSeconds = positiveSeconds(
-      'absoluteLifetimeSeconds',
-      options.absoluteLifetimeSeconds,
-      Math.max(90 * 24 * 3600, this.ttlSeconds),
-    );
-    this.accessTokenTtlSeconds = positiveSeconds('accessTokenTtlSeconds', options.accessTokenTtlSeconds, 3600);
+    this.lifetimeSeconds = options.lifetimeSeconds ?? 14 * DAY;
+    this.absoluteLifetimeSeconds = options.absoluteLifetimeSeconds ?? Math.max(90 * DAY, this.lifetimeSeconds);
+    this.accessTokenLifetimeSeconds = options.accessTokenLifetimeSeconds ?? DAY;
+    this.now = options.now ?? Date.now;
+    this.revocations = new TokenRevocations(this.store);
   }
 
   /**
    * Starts a new token family (a login) and returns its first token.
    *
    * @example
-   * const { token, expiresIn } = await refreshTokens.issue({ clientId: 'shop', subject: user.id, scope: 'openid' });
+   * const { token, expiresIn, record } = await refreshTokens.issue({ clientId: 'shop', subject: user.id, scope: 'openid' });
    */
   async issue(input: IssueRefreshTokenInput): Promise<IssuedRefreshToken> {
-    if (typeof input !== 'object' || input === null) throw new TypeError('RefreshTokens.issue: pass { clientId, subject }');
+    if (typeof input !== 'object' || input === null) throw new OptionsError('RefreshTokens.issue: pass { clientId, subject }');
     const clientId = requireId('clientId', input.clientId);
     if (typeof input.subject !== 'string' || input.subject === '')
-      throw new TypeError('RefreshTokens.issue: subject must be a non-empty string');
-    if (input.scope !== undefined && typeof input.scope !== 'string') throw new TypeError('RefreshTokens.issue: scope must be a string');
-    const grantId = input.grantId === undefined ? undefined : requireId('grantId', input.grantId);
+      throw new OptionsError('RefreshTokens.issue: subject must be a non-empty string');
+    if (input.scope !== undefined && typeof input.scope !== 'string') throw new OptionsError('RefreshTokens.issue: scope must be a string');
     const familyId = randomUUID();
-    await this.store.set(`rtf:{${familyId}}`, FAMILY_ACTIVE, this.ttlSeconds);
-    if (grantId !== undefined) await this.store.addToSet(`grant:{${grantId}}:families`, [familyId], this.ttlSeconds);
+    const grantId = input.grantId === undefined ? familyId : requireId('grantId', input.grantId);
+    const now = this.now();
+    await this.store.set(`rtf:{${familyId}}`, FAMILY_ACTIVE, this.lifetimeSeconds);
+    await this.store.addToSet(`grant:{${grantId}}:families`, [familyId], this.lifetimeSeconds);
     return this.mintConfirmed(
       {
         familyId,
-        familyCreatedAt: Date.now(),
+        familyCreatedAt: now,
         clientId,
         subject: input.subject,
+        grantId,
         ...(input.scope !== undefined ? { scope: input.scope } : {}),
-        ...(grantId !== undefined ? { grantId } : {}),
       },
-      grantId === undefined ? [] : [`grant:{${grantId}}:families`],
+      now,
+      [`grant:{${grantId}}:families`],
     );
   }
 
   /**
    * Redeems a refresh token: consumes it and returns its successor. Of two concurrent rotations of one token
-   * exactly one wins; the other counts as reuse. Reuse, or presentation by another client, revokes the family.
+   * exactly one consumes it; the other counts as reuse. Reuse, or presentation by another client, revokes the grant
+   * (and with it any successor just minted).
    *
    * @example
    * try { const next = await refreshTokens.rotate(req.body.refresh_token, client.id); }
    * catch (err) { if (err instanceof RefreshTokenError) throw new BadRequestError({ code: 'invalid_grant' }); }
    */
   async rotate(token: string, clientId: string): Promise<IssuedRefreshToken> {
-    if (typeof token !== 'string' || !TOKEN_PATTERN.test(token)) throw new RefreshTokenError('invalid');
+    if (typeof token !== 'string' || !TOKEN_PATTERN.test(token)) throw this.refusal('invalid', 'not a refresh token');
     const hash = hashToken(token);
     // GETDEL: of concurrent callers only one gets the record; the family marker tells the others it was reuse.
     const raw = await this.store.take(`rt:{${hash}}`);
     if (raw === null) {
-      const familyId = await this.store.get(`rt:{${hash}}:family`);
-      if (familyId === null) throw new RefreshTokenError('invalid');
-      await this.revokeFamily(familyId);
-      throw new RefreshTokenError('reused');
+      const marker = await this.store.get(`rt:{${hash}}:family`);
+      if (marker === null) throw this.refusal('invalid', 'unknown or expired');
+      const [familyId = '', grantId] = marker.split(' ');
+      // A marker from before every family had a grant names only the family.
+      if (grantId !== undefined) await this.revokeGrant(grantId);
+      else await this.revokeFamily(familyId);
+      throw this.refusal('reused', 'an already rotated token came back; its grant is revoked');
     }
-    const record = JSON.parse(raw) as RefreshTokenRecord;
+    const record = parseRecord(raw);
+    if (record === undefined) throw this.refusal('invalid', 'unreadable record');
     if (record.clientId !== clientId) {
-      // The token leaked to another client; the safe reading is that the family is compromised.
-      await this.revokeFamily(record.familyId);
-      throw new RefreshTokenError('client_mismatch');
+      // The token leaked to another client; the safe reading is that the grant is compromised.
+      await this.revokeGrant(record.grantId);
+      throw this.refusal('client_mismatch', 'presented by another client; its grant is revoked');
     }
-    if (record.expiresAt <= Date.now()) throw new RefreshTokenError('invalid');
-    const state = await this.store.get(`rtf:{${record.familyId}}`);
-    if (state !== FAMILY_ACTIVE) throw new RefreshTokenError('revoked');
+    const now = this.now();
+    if (record.expiresAt <= now) throw this.refusal('invalid', 'expired');
+    // Checked against today's setting, so shortening absoluteLifetimeSeconds ends older families too. Less than a
+    // second left counts as ended: a successor must live at least one whole second.
+    if (record.familyCreatedAt + this.absoluteLifetimeSeconds * 1000 - now < 1000)
+      throw this.refusal('invalid', 'past the absolute lifetime');
+    if ((await this.store.get(`rtf:{${record.familyId}}`)) !== FAMILY_ACTIVE) throw this.refusal('revoked', 'its family is revoked');
     // A family started under a grant after that grant was revoked is dead too.
-    if (record.grantId !== undefined && (await this.store.get(`grant:{${record.grantId}}:revoked`)) !== null) {
+    if ((await this.store.get(grantRevokedKey(record.grantId))) !== null) {
       await this.revokeFamily(record.familyId);
-      throw new RefreshTokenError('revoked');
+      throw this.refusal('revoked', 'its grant is revoked');
     }
     await this.store.removeFromSet(`rtf:{${record.familyId}}:tokens`, [hash]);
-    await this.store.expire(`rtf:{${record.familyId}}`, this.ttlSeconds);
-    const { familyId, subject, scope, grantId } = record;
-    const familyCreatedAt = typeof record.familyCreatedAt === 'number' ? record.familyCreatedAt : record.issuedAt;
+    await this.store.expire(`rtf:{${record.familyId}}`, this.lifetimeSeconds);
+    const { familyId, subject, scope, grantId, familyCreatedAt } = record;
     return this.mintConfirmed(
-      {
-        familyId,
-        familyCreatedAt,
-        clientId,
-        subject,
-        ...(scope !== undefined ? { scope } : {}),
-        ...(grantId !== undefined ? { grantId } : {}),
-      },
+      { familyId, familyCreatedAt, clientId, subject, grantId, ...(scope !== undefined ? { scope } : {}) },
+      now,
       // The consumed token: its deletion must survive too, or a failover would make it redeemable again.
       [`rt:{${hash}}`],
     );
   }
 
   /**
-   * Revokes every token of a family (all descendants of one login).
+   * Revokes every refresh token of a family (all descendants of one login). Access tokens carry the grant, not the
+   * family: to end those too, revoke the grant (`record.grantId`, the family's own id unless the caller set one).
    *
    * @example
    * await refreshTokens.revokeFamily(record.familyId);
    */
   async revokeFamily(familyId: string): Promise<void> {
     // The mark comes first and is what rotate() trusts, so a rotation racing with this cannot revive the family.
-    await this.store.set(`rtf:{${familyId}}`, FAMILY_REVOKED, this.ttlSeconds);
+    await this.store.set(`rtf:{${familyId}}`, FAMILY_REVOKED, this.revocationLifetimeSeconds());
     const hashes = await this.store.members(`rtf:{${familyId}}:tokens`);
     await this.store.delete(...hashes.map((hash) => `rt:{${hash}}`), `rtf:{${familyId}}:tokens`);
   }
 
   /**
-   * Revokes a grant: every refresh token of it, and (through {@link isRevoked}) every access token carrying its
-   * `gid` until those have expired. Tokens issued under the grant after this call are dead as well.
+   * Revokes a grant: every refresh token of it, and (through {@link isRevoked} and `requireBearer`) every access
+   * token carrying its `gid` until those have expired. Tokens issued under the grant after this call are dead as well.
    *
    * @example
    * await refreshTokens.revokeGrant(claims.gid);
@@ -228,7 +260,7 @@ export class RefreshTokens {
   async revokeGrant(grantId: string): Promise<void> {
     const id = requireId('grantId', grantId);
     // Kept as long as any token of the grant, even one issued after this call, could still be alive.
-    await this.store.set(`grant:{${id}}:revoked`, '1', Math.max(this.accessTokenTtlSeconds + 60, this.ttlSeconds));
+    await this.store.set(grantRevokedKey(id), '1', this.revocationLifetimeSeconds());
     const families = await this.store.members(`grant:{${id}}:families`);
     for (const familyId of families) await this.revokeFamily(familyId);
     await this.store.delete(`grant:{${id}}:families`);
@@ -238,42 +270,49 @@ export class RefreshTokens {
    * Marks one access token revoked until its `exp`.
    *
    * @example
-   * await refreshTokens.revokeAccessToken(req.auth.claims);
+   * await refreshTokens.revokeAccessToken(req.auth.payload);
    */
   async revokeAccessToken(claims: { jti?: unknown; exp?: unknown }): Promise<void> {
     const jti = requireId('jti', claims.jti);
-    const exp = typeof claims.exp === 'number' ? claims.exp : Date.now() / 1000 + this.accessTokenTtlSeconds;
-    const remaining = Math.ceil(exp - Date.now() / 1000) + 60;
-    if (remaining > 0) await this.store.set(`at:{${jti}}:revoked`, '1', remaining);
+    const nowSeconds = this.now() / 1000;
+    const exp = typeof claims.exp === 'number' ? claims.exp : nowSeconds + this.accessTokenLifetimeSeconds;
+    const remaining = Math.ceil(exp - nowSeconds) + CLOCK_SKEW_SECONDS;
+    if (remaining > 0) await this.store.set(accessTokenRevokedKey(jti), '1', remaining);
   }
 
   /**
-   * Whether an access token's grant (`gid`) or the token itself (`jti`) was revoked. Pass it as requireBearer's
-   * `isRevoked` hook. A store outage rejects (503), it never answers "not revoked".
+   * Whether an access token's grant (`gid`) or the token itself (`jti`) was revoked. `requireBearer` asks it by
+   * itself when given the `TokenService` (or `revocationStore`); pass it as `isRevoked` only for custom wiring. A
+   * store outage rejects (503), it never answers "not revoked".
    *
    * @example
-   * app.use(requireBearer({ ..., isRevoked: (claims) => refreshTokens.isRevoked(claims) }));
+   * const revoked = await refreshTokens.isRevoked(req.auth.payload);
    */
-  async isRevoked(claims: RevocableClaims): Promise<boolean> {
-    const checks: Promise<string | null>[] = [];
-    if (typeof claims.gid === 'string' && ID_PATTERN.test(claims.gid)) checks.push(this.store.get(`grant:{${claims.gid}}:revoked`));
-    if (typeof claims.jti === 'string' && ID_PATTERN.test(claims.jti)) checks.push(this.store.get(`at:{${claims.jti}}:revoked`));
-    const results = await Promise.all(checks);
-    return results.some((value) => value !== null);
+  isRevoked(claims: RevocableClaims): Promise<boolean> {
+    return this.revocations.isRevoked(claims);
   }
 
-  private async mint(base: Omit<RefreshTokenRecord, 'issuedAt' | 'expiresAt'>): Promise<IssuedRefreshToken> {
+  /** How long a revocation mark lives: past every refresh token and every access token it covers. */
+  private revocationLifetimeSeconds(): number {
+    return Math.max(this.accessTokenLifetimeSeconds + CLOCK_SKEW_SECONDS, this.lifetimeSeconds);
+  }
+
+  private refusal(reason: RefreshTokenError['reason'], why: string): RefreshTokenError {
+    debug('refresh token refused (%s): %s', reason, why);
+    return new RefreshTokenError(reason);
+  }
+
+  private async mint(base: Omit<RefreshTokenRecord, 'issuedAt' | 'expiresAt'>, issuedAt: number): Promise<IssuedRefreshToken> {
     const token = randomBytes(32).toString('base64url');
     const hash = hashToken(token);
-    const issuedAt = Date.now();
     // Rotation slides the lifetime, but never past the family's absolute end.
     const familyEndsAt = base.familyCreatedAt + this.absoluteLifetimeSeconds * 1000;
-    const lifetimeSeconds = Math.floor(Math.min(this.ttlSeconds * 1000, familyEndsAt - issuedAt) / 1000);
-    if (lifetimeSeconds <= 0) throw new RefreshTokenError('invalid');
+    // At least 1: issue() starts a family of ≥ 1 s, and rotate() refuses a family with less than a second left.
+    const lifetimeSeconds = Math.floor(Math.min(this.lifetimeSeconds * 1000, familyEndsAt - issuedAt) / 1000);
     const record: RefreshTokenRecord = { ...base, issuedAt, expiresAt: issuedAt + lifetimeSeconds * 1000 };
-    await this.store.set(`rt:{${hash}}:family`, record.familyId, lifetimeSeconds);
+    await this.store.set(`rt:{${hash}}:family`, `${record.familyId} ${record.grantId}`, lifetimeSeconds);
     await this.store.set(`rt:{${hash}}`, JSON.stringify(record), lifetimeSeconds);
-    await this.store.addToSet(`rtf:{${record.familyId}}:tokens`, [hash], this.ttlSeconds);
+    await this.store.addToSet(`rtf:{${record.familyId}}:tokens`, [hash], this.lifetimeSeconds);
     return { token, expiresIn: lifetimeSeconds, record };
   }
 
@@ -283,9 +322,10 @@ export class RefreshTokens {
    */
   private async mintConfirmed(
     base: Omit<RefreshTokenRecord, 'issuedAt' | 'expiresAt'>,
+    issuedAt: number,
     alsoWritten: readonly string[],
   ): Promise<IssuedRefreshToken> {
-    const issued = await this.mint(base);
+    const issued = await this.mint(base, issuedAt);
     const hash = hashToken(issued.token);
     await this.store.confirmWrites([
       `rt:{${hash}}`,

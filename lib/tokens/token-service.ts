@@ -1,11 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import type { KeyValueStore } from '../store/port';
-import { isHmacAlgorithm } from './algorithms';
+import { checkOptions, OptionsError, within, type OptionSchema } from '../util/options';
+import { isHmacAlgorithm, type SupportedAlgorithm } from './algorithms';
 import { TokenError } from './errors';
 import { KeySet } from './key-set';
-import { RefreshTokens, type RevocableClaims } from './refresh-tokens';
+import { RefreshTokens, type IssuedRefreshToken } from './refresh-tokens';
+import { accessTokenContent, idTokenContent, type AccessTokenInput, type IdTokenInput, type TokenContent } from './token-claims';
+import type { RevocableClaims, TokenRevocations } from './token-revocations';
 import { createJwtVerifier, type VerifiedJwt } from './verify-jwt';
+
+export type { AccessTokenInput, IdTokenInput } from './token-claims';
 
 /** Options of {@link TokenService}. */
 export interface TokenServiceOptions {
@@ -13,45 +18,27 @@ export interface TokenServiceOptions {
   keys: KeySet;
   /** The `iss` of every token, e.g. `https://auth.example.test`. */
   issuer: string;
-  /** Default access-token lifetime. Default 3600 (spec §2.8: minutes to hours; QR login passes 7200 per §8). */
-  accessTokenTtlSeconds?: number;
-  /** ID-token lifetime. Default 300: the relying party checks it once, right after login (spec §2.8: 5 min–1 h). */
-  idTokenTtlSeconds?: number;
-  /** Refresh-token lifetime, when `store` is given. Default 14 days (spec §2.8: days to weeks). */
-  refreshTokenTtlSeconds?: number;
+  /** Default access-token lifetime. Default 3600 (minutes to hours; QR login passes 7200). At most 86400. */
+  accessTokenLifetimeSeconds?: number;
+  /** ID-token lifetime. Default 300: the relying party checks it once, right after login (5 min–1 h). */
+  idTokenLifetimeSeconds?: number;
+  /** Refresh-token lifetime, when `store` is given. Default 14 days (days to weeks). */
+  refreshTokenLifetimeSeconds?: number;
   /** Longest life of a refresh-token family (one login) across rotations. Default 90 days. */
   refreshTokenAbsoluteLifetimeSeconds?: number;
-  /** Enables `refreshTokens`, `revokeGrant` and `isRevoked`. */
+  /** Enables refresh tokens (`issueTokens`, `redeemRefreshToken`, `refreshTokens`), `revokeGrant` and revocation checks. */
   store?: KeyValueStore;
   /** Leeway used by {@link TokenService.verifyAccessToken}. Default 5 s. */
   clockToleranceSeconds?: number;
 }
 
-/** What {@link TokenService.issueAccessToken} takes. */
-export interface AccessTokenInput {
-  subject: string;
+/** What {@link TokenService.redeemRefreshToken} takes besides the refresh token. */
+export interface RedeemRefreshTokenInput {
+  /** The client presenting the refresh token; another client's token is refused and revokes its grant. */
+  clientId: string;
+  /** The audience of the new access token. */
   audience: string | string[];
-  /** Space-separated scopes, or a list. */
-  scope?: string | string[];
   roles?: string[];
-  clientId?: string;
-  grantId?: string;
-  expiresInSeconds?: number;
-}
-
-/** What {@link TokenService.issueIdToken} takes. */
-export interface IdTokenInput {
-  subject: string;
-  /** The client id of the relying party. */
-  audience: string;
-  name?: string;
-  nonce?: string;
-  /** When the user authenticated, epoch seconds (`auth_time`). */
-  authTime?: number;
-  /** Session id for logout (`sid`). */
-  sessionId?: string;
-  /** Further claims (e.g. `email`); they cannot override the registered ones. */
-  claims?: Record<string, unknown>;
   expiresInSeconds?: number;
 }
 
@@ -63,87 +50,97 @@ export interface IssuedToken {
   jti: string;
 }
 
-const REGISTERED = new Set(['iss', 'sub', 'aud', 'exp', 'iat', 'nbf', 'jti', 'nonce', 'auth_time', 'sid', 'azp']);
-
-function lifetime(owner: string, name: string, value: unknown, fallback: number, max = 30 * 24 * 3600): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0 || value > max) {
-    throw new TypeError(`${owner}: ${name} must be a whole number of seconds between 1 and ${max}, got ${JSON.stringify(value)}`);
-  }
-  return value;
+/** An access token and the refresh token of the same grant. */
+export interface IssuedTokens {
+  accessToken: IssuedToken;
+  refreshToken: IssuedRefreshToken;
 }
 
-function nonEmpty(owner: string, name: string, value: unknown): string {
-  if (typeof value !== 'string' || value === '')
-    throw new TypeError(`${owner}: ${name} must be a non-empty string, got ${JSON.stringify(value)}`);
-  return value;
-}
+const DAY = 24 * 3600;
+/** The longest access token the service signs; revocation marks of its grants live at least this long. */
+const MAX_ACCESS_TOKEN_LIFETIME_SECONDS = DAY;
+const MAX_ID_TOKEN_LIFETIME_SECONDS = 3600;
+/** The claims every access token of the service carries (RFC 9068 §2.2, besides iss, exp and aud). */
+export const ACCESS_TOKEN_CLAIMS: readonly string[] = Object.freeze(['sub', 'client_id', 'iat', 'jti']);
+
+const SCHEMA: OptionSchema = {
+  keys: { type: 'object', required: true, expected: 'a KeySet, e.g. new KeySet([{ kid, alg: "ES256", privateKey }])' },
+  issuer: { type: 'string', required: true, expected: 'the iss of every token, e.g. "https://auth.example.test"' },
+  accessTokenLifetimeSeconds: { type: 'integer', expected: 'a whole number of seconds from 1 to 86400', check: within(1, DAY) },
+  // OpenID Connect ID tokens are read once, right after login; an hour is the longest that makes sense.
+  idTokenLifetimeSeconds: { type: 'integer', expected: 'a whole number of seconds from 1 to 3600', check: within(1, 3600) },
+  refreshTokenLifetimeSeconds: { type: 'integer', expected: 'a whole number of seconds from 1 to 31536000', check: within(1, 365 * DAY) },
+  refreshTokenAbsoluteLifetimeSeconds: {
+    type: 'integer',
+    expected: 'a whole number of seconds from 1 to 31536000',
+    check: within(1, 365 * DAY),
+  },
+  store: { type: 'object', expected: 'a KeyValueStore, e.g. new RedisStore(url)' },
+  clockToleranceSeconds: { type: 'number', expected: 'a number of seconds from 0 to 300', check: within(0, 300) },
+};
 
 /**
- * Issues the kit's own JWTs (access tokens with `typ: at+jwt`, ID tokens) signed by the active key of a
- * {@link KeySet}, and, with a store, opaque rotating refresh tokens.
+ * Issues the kit's own JWTs (RFC 9068 access tokens typed `at+jwt`, ID tokens) signed by the active key of a
+ * {@link KeySet}, and, with a store, opaque rotating refresh tokens whose grant the access tokens carry (`gid`), so
+ * revoking the grant, or a reused refresh token, ends both.
  *
  * @example
  * const tokens = new TokenService({ keys: KeySet.generate('ES256'), issuer: 'https://auth.example.test', store });
- * const { token, expiresIn } = tokens.issueAccessToken({ subject: 'alice', audience: 'shop', scope: 'orders:read' });
+ * const { accessToken, refreshToken } = await tokens.issueTokens({ subject: 'alice', audience: 'shop-api', clientId: 'shop' });
  */
 export class TokenService {
   readonly keys: KeySet;
   readonly issuer: string;
-  readonly accessTokenTtlSeconds: number;
-  readonly idTokenTtlSeconds: number;
+  readonly accessTokenLifetimeSeconds: number;
+  readonly idTokenLifetimeSeconds: number;
   /** Present when a store was given. */
   readonly refreshTokens: RefreshTokens | undefined;
+  /** The algorithms the service's tokens may carry: those of its keys in the signing key's family (HS* or not). */
+  readonly algorithms: readonly SupportedAlgorithm[];
   private readonly clockToleranceSeconds: number;
   private readonly verifiers = new Map<string, (token: string) => Promise<VerifiedJwt>>();
 
   constructor(options: TokenServiceOptions) {
-    if (typeof options !== 'object' || options === null) throw new TypeError('TokenService: pass options { keys, issuer }');
+    checkOptions('TokenService', options as unknown, SCHEMA);
     if (!(options.keys instanceof KeySet))
-      throw new TypeError('TokenService: keys must be a KeySet, e.g. new KeySet([{ kid, alg: "ES256", privateKey }])');
+      throw new OptionsError('TokenService: keys must be a KeySet, e.g. new KeySet([{ kid, alg: "ES256", privateKey }])');
     this.keys = options.keys;
     // Fails now rather than at the first login when the set has only public keys.
-    void this.keys.signingKey;
-    this.issuer = nonEmpty('TokenService', 'issuer', options.issuer);
-    this.accessTokenTtlSeconds = lifetime('TokenService', 'accessTokenTtlSeconds', options.accessTokenTtlSeconds, 3600, 24 * 3600);
-    this.idTokenTtlSeconds = lifetime('TokenService', 'idTokenTtlSeconds', options.idTokenTtlSeconds, 300, 3600);
+    const signingAlg = this.keys.signingKey.alg;
+    this.algorithms = Object.freeze(this.keys.algorithms.filter((alg) => isHmacAlgorithm(alg) === isHmacAlgorithm(signingAlg)));
+    this.issuer = options.issuer;
+    if (this.issuer === '') throw new OptionsError('TokenService: issuer must be a non-empty string');
+    this.accessTokenLifetimeSeconds = options.accessTokenLifetimeSeconds ?? 3600;
+    this.idTokenLifetimeSeconds = options.idTokenLifetimeSeconds ?? 300;
     this.clockToleranceSeconds = options.clockToleranceSeconds ?? 5;
     this.refreshTokens =
       options.store === undefined
         ? undefined
         : new RefreshTokens({
             store: options.store,
-            accessTokenTtlSeconds: this.accessTokenTtlSeconds,
-            ...(options.refreshTokenTtlSeconds !== undefined ? { ttlSeconds: options.refreshTokenTtlSeconds } : {}),
+            // Not the default lifetime: a caller may ask for longer tokens, and a revocation must outlive them all.
+            accessTokenLifetimeSeconds: MAX_ACCESS_TOKEN_LIFETIME_SECONDS,
+            ...(options.refreshTokenLifetimeSeconds !== undefined ? { lifetimeSeconds: options.refreshTokenLifetimeSeconds } : {}),
             ...(options.refreshTokenAbsoluteLifetimeSeconds !== undefined
               ? { absoluteLifetimeSeconds: options.refreshTokenAbsoluteLifetimeSeconds }
               : {}),
           });
   }
 
+  /** The revocation reads of the service's grants (present with a store); `requireBearer` uses them by itself. */
+  get revocations(): TokenRevocations | undefined {
+    return this.refreshTokens?.revocations;
+  }
+
   /**
-   * Signs an access token (RFC 9068 shape): iss, sub, aud, exp, iat, jti, scope, roles, client_id, gid.
+   * Signs an RFC 9068 access token: iss, sub, aud, exp, iat, jti, client_id, and scope, roles, gid when given.
+   * Prefer {@link issueTokens} when a refresh token goes with it, so the two share a grant.
    *
    * @example
    * const { token, expiresIn } = tokens.issueAccessToken({ subject: 'alice', audience: 'api', clientId: 'shop', expiresInSeconds: 7200 });
    */
   issueAccessToken(input: AccessTokenInput): IssuedToken {
-    const owner = 'TokenService.issueAccessToken';
-    const subject = nonEmpty(owner, 'subject', input?.subject);
-    const audience = this.audience(owner, input.audience);
-    const expiresIn = lifetime(owner, 'expiresInSeconds', input.expiresInSeconds, this.accessTokenTtlSeconds, 24 * 3600);
-    const scope = Array.isArray(input.scope) ? input.scope.join(' ') : input.scope;
-    if (scope !== undefined && typeof scope !== 'string') throw new TypeError(`${owner}: scope must be a string or an array of strings`);
-    if (input.roles !== undefined && (!Array.isArray(input.roles) || input.roles.some((role) => typeof role !== 'string'))) {
-      throw new TypeError(`${owner}: roles must be an array of strings`);
-    }
-    const claims: Record<string, unknown> = {
-      ...(scope ? { scope } : {}),
-      ...(input.roles ? { roles: [...input.roles] } : {}),
-      ...(input.clientId !== undefined ? { client_id: nonEmpty(owner, 'clientId', input.clientId) } : {}),
-      ...(input.grantId !== undefined ? { gid: nonEmpty(owner, 'grantId', input.grantId) } : {}),
-    };
-    return this.sign(subject, audience, expiresIn, claims, 'at+jwt');
+    return this.sign(accessTokenContent(input, this.accessTokenLifetimeSeconds, MAX_ACCESS_TOKEN_LIFETIME_SECONDS), 'at+jwt');
   }
 
   /**
@@ -153,31 +150,59 @@ export class TokenService {
    * const { token } = tokens.issueIdToken({ subject: 'alice', audience: 'shop', name: 'Alice', nonce });
    */
   issueIdToken(input: IdTokenInput): IssuedToken {
-    const owner = 'TokenService.issueIdToken';
-    const subject = nonEmpty(owner, 'subject', input?.subject);
-    const audience = nonEmpty(owner, 'audience', input.audience);
-    const expiresIn = lifetime(owner, 'expiresInSeconds', input.expiresInSeconds, this.idTokenTtlSeconds, 3600);
-    const extra = input.claims ?? {};
-    for (const name of Object.keys(extra)) {
-      if (REGISTERED.has(name))
-        throw new TypeError(`${owner}: claims must not set the registered claim "${name}"; use the dedicated option`);
-    }
-    const claims: Record<string, unknown> = {
-      ...extra,
-      ...(input.name !== undefined ? { name: input.name } : {}),
-      ...(input.nonce !== undefined ? { nonce: nonEmpty(owner, 'nonce', input.nonce) } : {}),
-      ...(input.authTime !== undefined ? { auth_time: input.authTime } : {}),
-      ...(input.sessionId !== undefined ? { sid: nonEmpty(owner, 'sessionId', input.sessionId) } : {}),
-    };
-    return this.sign(subject, audience, expiresIn, claims, 'JWT');
+    return this.sign(idTokenContent(input, this.idTokenLifetimeSeconds, MAX_ID_TOKEN_LIFETIME_SECONDS), 'JWT');
   }
 
   /**
-   * Verifies an access token this service issued (typ `at+jwt`, our issuer and keys, the given audience) and,
-   * with a store, that its grant was not revoked.
+   * Starts a refresh-token family (a login) and signs an access token of its grant. Needs a store.
    *
    * @example
-   * const { claims } = await tokens.verifyAccessToken(token, { audience: 'api' });
+   * const { accessToken, refreshToken } = await tokens.issueTokens({ subject: 'alice', audience: 'api', clientId: 'shop', scope: 'orders:read' });
+   */
+  async issueTokens(input: AccessTokenInput): Promise<IssuedTokens> {
+    const refreshTokens = this.requireRefreshTokens('issueTokens');
+    const content = accessTokenContent(input, this.accessTokenLifetimeSeconds, MAX_ACCESS_TOKEN_LIFETIME_SECONDS);
+    const scope = content.claims.scope as string | undefined;
+    const refreshToken = await refreshTokens.issue({
+      clientId: input.clientId,
+      subject: content.subject,
+      ...(scope !== undefined ? { scope } : {}),
+      ...(input.grantId !== undefined ? { grantId: input.grantId } : {}),
+    });
+    const accessToken = this.sign({ ...content, claims: { ...content.claims, gid: refreshToken.record.grantId } }, 'at+jwt');
+    return { accessToken, refreshToken };
+  }
+
+  /**
+   * Rotates a refresh token and signs a new access token of the same grant, subject and scope. Reuse of a rotated
+   * token, or another client's token, revokes the grant: its access tokens are refused from then on. Needs a store.
+   *
+   * @example
+   * const { accessToken, refreshToken } = await tokens.redeemRefreshToken(req.body.refresh_token, { clientId: 'shop', audience: 'api' });
+   */
+  async redeemRefreshToken(token: string, input: RedeemRefreshTokenInput): Promise<IssuedTokens> {
+    const refreshTokens = this.requireRefreshTokens('redeemRefreshToken');
+    if (typeof input !== 'object' || input === null) throw new OptionsError('TokenService.redeemRefreshToken: pass { clientId, audience }');
+    const refreshToken = await refreshTokens.rotate(token, input.clientId);
+    const { record } = refreshToken;
+    const accessToken = this.issueAccessToken({
+      subject: record.subject,
+      audience: input.audience,
+      clientId: record.clientId,
+      grantId: record.grantId,
+      ...(record.scope !== undefined ? { scope: record.scope } : {}),
+      ...(input.roles !== undefined ? { roles: input.roles } : {}),
+      ...(input.expiresInSeconds !== undefined ? { expiresInSeconds: input.expiresInSeconds } : {}),
+    });
+    return { accessToken, refreshToken };
+  }
+
+  /**
+   * Verifies an access token this service issued (typ `at+jwt`, the claims of RFC 9068 §2.2, our issuer and keys,
+   * the given audience) and, with a store, that its grant and jti were not revoked.
+   *
+   * @example
+   * const { payload } = await tokens.verifyAccessToken(token, { audience: 'api' });
    */
   async verifyAccessToken(token: string, options: { audience: string | string[] }): Promise<VerifiedJwt> {
     const cacheKey = JSON.stringify(options.audience);
@@ -185,12 +210,12 @@ export class TokenService {
     if (!verify) {
       verify = createJwtVerifier({
         keys: this.keys,
-        algorithms: this.keys.algorithms.filter((alg) => isHmacAlgorithm(alg) === isHmacAlgorithm(this.keys.signingKey.alg)),
+        algorithms: this.algorithms,
         issuer: this.issuer,
         audience: options.audience,
         typ: 'at+jwt',
         clockToleranceSeconds: this.clockToleranceSeconds,
-        requiredClaims: ['sub', 'iat', 'jti'],
+        requiredClaims: ACCESS_TOKEN_CLAIMS,
       });
       // Audiences are a handful of configured API names, so this map stays small.
       this.verifiers.set(cacheKey, verify);
@@ -201,20 +226,21 @@ export class TokenService {
   }
 
   /**
-   * Revokes a grant's refresh tokens and (via {@link isRevoked}) its access tokens. Needs a store.
+   * Revokes a grant's refresh tokens and its access tokens (refused by `requireBearer` from then on). Needs a store.
    *
    * @example
-   * await tokens.revokeGrant(grantId);
+   * await tokens.revokeGrant(req.auth.payload.gid);
    */
   revokeGrant(grantId: string): Promise<void> {
     return this.requireRefreshTokens('revokeGrant').revokeGrant(grantId);
   }
 
   /**
-   * Whether an access token's grant or jti was revoked; the `isRevoked` hook for `requireBearer`. Needs a store.
+   * Whether an access token's grant or jti was revoked. `requireBearer({ tokenService })` checks it by itself; use
+   * this for custom wiring. Needs a store.
    *
    * @example
-   * requireBearer({ ..., isRevoked: (claims) => tokens.isRevoked(claims) });
+   * if (await tokens.isRevoked(claims)) throw new TokenError('revoked');
    */
   isRevoked(claims: RevocableClaims): Promise<boolean> {
     return this.requireRefreshTokens('isRevoked').isRevoked(claims);
@@ -222,22 +248,24 @@ export class TokenService {
 
   private requireRefreshTokens(method: string): RefreshTokens {
     if (!this.refreshTokens)
-      throw new TypeError(`TokenService.${method}: give the TokenService a store to use refresh tokens and revocation`);
+      throw new OptionsError(`TokenService.${method}: give the TokenService a store to use refresh tokens and revocation`);
     return this.refreshTokens;
   }
 
-  private audience(owner: string, value: unknown): string | string[] {
-    if (typeof value === 'string' && value !== '') return value;
-    if (Array.isArray(value) && value.length > 0 && value.every((entry) => typeof entry === 'string' && entry !== '')) return [...value];
-    throw new TypeError(`${owner}: audience must be a non-empty string or array of strings, got ${JSON.stringify(value)}`);
-  }
-
-  private sign(subject: string, audience: string | string[], expiresIn: number, claims: Record<string, unknown>, typ: string): IssuedToken {
+  private sign(content: TokenContent, typ: string): IssuedToken {
     const { kid, alg, key } = this.keys.signingKey;
     const jti = randomBytes(16).toString('base64url');
     const iat = Math.floor(Date.now() / 1000);
-    const payload = { ...claims, iss: this.issuer, sub: subject, aud: audience, iat, exp: iat + expiresIn, jti };
+    const payload = {
+      ...content.claims,
+      iss: this.issuer,
+      sub: content.subject,
+      aud: content.audience,
+      iat,
+      exp: iat + content.expiresIn,
+      jti,
+    };
     const token = jwt.sign(payload, key, { algorithm: alg, keyid: kid, header: { alg, typ } });
-    return { token, expiresIn, jti };
+    return { token, expiresIn: content.expiresIn, jti };
   }
 }

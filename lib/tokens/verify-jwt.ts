@@ -8,6 +8,7 @@ import {
   SUPPORTED_ALGORITHMS,
   type SupportedAlgorithm,
 } from './algorithms';
+import { checkOptions, within, type OptionSchema } from '../util/options';
 import { TokenError } from './errors';
 import type { KeyResolver } from './key-set';
 import { parseJsonObject } from './strict-json';
@@ -49,43 +50,45 @@ const DEFAULT_MAX_TOKEN_LENGTH = 8192;
 const DEFAULT_CLOCK_TOLERANCE_SECONDS = 5;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-function fail(message: string): never {
-  throw new TypeError(`verifyJwt: ${message}`);
+function nonEmptyList(value: string | readonly string[]): string | undefined {
+  const list = typeof value === 'string' ? [value] : value;
+  return list.length === 0 || list.some((item) => item === '') ? `is required: a non-empty string or array of strings` : undefined;
 }
 
-function stringList(name: string, value: unknown): readonly string[] {
-  const list = typeof value === 'string' ? [value] : Array.isArray(value) ? value : undefined;
-  if (!list || list.length === 0 || list.some((item) => typeof item !== 'string' || item === '')) {
-    fail(`${name} is required: a non-empty string or array of strings, got ${JSON.stringify(value)}`);
-  }
-  return Object.freeze([...list] as string[]);
+/** Why an algorithm allowlist is unusable, or undefined; shared with `requireBearer` so both refuse the same mistakes. */
+export function algorithmsProblem(value: readonly string[]): string | undefined {
+  if (value.length === 0) return "is required, e.g. ['RS256']; there is no default, so a token cannot pick its own";
+  const unsupported = value.find((alg) => !isSupportedAlgorithm(alg));
+  if (unsupported !== undefined) return `may only contain ${SUPPORTED_ALGORITHMS.join(', ')}, got ${JSON.stringify(unsupported)}`;
+  const hmac = value.filter((alg) => isHmacAlgorithm(alg));
+  // Mixing lets a token signed with HS256 using the public key as the secret pass (the alg confusion attack).
+  if (hmac.length > 0 && hmac.length < value.length) return `must not mix HS* with asymmetric algorithms, got ${value.join(', ')}`;
+  return undefined;
 }
 
-function nonNegative(name: string, value: unknown, max = Number.MAX_SAFE_INTEGER): number | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > max) {
-    fail(`${name} must be a number of seconds between 0 and ${max}, got ${JSON.stringify(value)}`);
-  }
-  return value;
-}
-
-/** Checks an algorithm allowlist; shared with `requireBearer` so both refuse the same mistakes. */
-export function validateAlgorithms(owner: string, value: unknown): readonly SupportedAlgorithm[] {
-  if (!Array.isArray(value) || value.length === 0) {
-    throw new TypeError(`${owner}: algorithms is required, e.g. ['RS256']; there is no default, so a token cannot pick its own`);
-  }
-  for (const alg of value) {
-    if (!isSupportedAlgorithm(alg)) {
-      throw new TypeError(`${owner}: algorithms may only contain ${SUPPORTED_ALGORITHMS.join(', ')}, got ${JSON.stringify(alg)}`);
-    }
-  }
-  const hmac = value.filter((alg: string) => isHmacAlgorithm(alg));
-  if (hmac.length > 0 && hmac.length < value.length) {
-    // Mixing lets a token signed with HS256 using the public key as the secret pass (the alg confusion attack).
-    throw new TypeError(`${owner}: algorithms must not mix HS* with asymmetric algorithms, got ${value.join(', ')}`);
-  }
-  return Object.freeze([...new Set(value as SupportedAlgorithm[])]);
-}
+/** The option schema of the verifier; `requireBearer` reuses the entries it shares. */
+export const VERIFIER_SCHEMA = {
+  keys: {
+    type: 'object',
+    required: true,
+    expected: 'a KeySet, a JwksCache or an object with getKey(kid, alg)',
+    check: (keys: KeyResolver) => (typeof keys.getKey === 'function' ? undefined : 'must have a getKey(kid, alg) method'),
+  },
+  algorithms: { type: 'string[]', required: true, expected: "an array such as ['RS256']", check: algorithmsProblem },
+  issuer: { type: ['string', 'string[]'], required: true, expected: 'a non-empty string or array of strings', check: nonEmptyList },
+  audience: { type: ['string', 'string[]'], required: true, expected: 'a non-empty string or array of strings', check: nonEmptyList },
+  clockToleranceSeconds: { type: 'number', expected: 'a number of seconds from 0 to 300', check: within(0, 300) },
+  maxTokenAgeSeconds: { type: 'number', expected: 'a number of seconds ≥ 0', check: within(0, Number.MAX_SAFE_INTEGER) },
+  typ: {
+    type: 'string',
+    expected: 'a media type such as "at+jwt"',
+    check: (typ: string) => (typ === '' ? 'must not be empty' : undefined),
+  },
+  requiredClaims: { type: 'string[]', expected: 'an array of claim names' },
+  nonce: { type: 'string', check: (nonce: string) => (nonce === '' ? 'must not be empty' : undefined) },
+  maxTokenLength: { type: 'integer', expected: 'a whole number of characters ≥ 1', check: within(1, Number.MAX_SAFE_INTEGER) },
+  now: { type: 'function', expected: 'a function returning epoch milliseconds' },
+} satisfies OptionSchema;
 
 function decodeSegment(segment: string): Record<string, unknown> {
   const bytes = Buffer.from(segment, 'base64url');
@@ -115,7 +118,7 @@ function numericClaim(claims: JwtPayload, name: string): number | undefined {
 }
 
 /**
- * Builds a verifier with the options checked once (a `TypeError` names any bad option). The verifier refuses,
+ * Builds a verifier with the options checked once (an `OptionsError` names any bad option). The verifier refuses,
  * before any cryptography: wrong segment count, bad base64url, oversize tokens, an `alg` outside the allowlist,
  * `crit`, repeated JSON members and odd kids; it never follows `jku`, `x5u`, `jwk` or `x5c`. Then it checks the
  * signature with jsonwebtoken and a `KeyObject` bound to the header's alg, and the claims: exp (required), nbf,
@@ -126,30 +129,21 @@ function numericClaim(claims: JwtPayload, name: string): number | undefined {
  * const { claims } = await verify(token);
  */
 export function createJwtVerifier(options: VerifyJwtOptions): (token: string) => Promise<VerifiedJwt> {
-  if (typeof options !== 'object' || options === null) fail('pass options { keys, algorithms, issuer, audience }');
+  return buildVerifier('createJwtVerifier', options);
+}
+
+function buildVerifier(owner: string, options: VerifyJwtOptions): (token: string) => Promise<VerifiedJwt> {
+  checkOptions(owner, options, VERIFIER_SCHEMA);
   const { keys } = options;
-  if (typeof keys !== 'object' || keys === null || typeof keys.getKey !== 'function') {
-    fail('keys is required: a KeySet, a JwksCache or an object with getKey(kid, alg)');
-  }
-  const algorithms = new Set<string>(validateAlgorithms('verifyJwt', options.algorithms));
-  const issuers = new Set(stringList('issuer', options.issuer));
-  const audiences = new Set(stringList('audience', options.audience));
-  const tolerance = nonNegative('clockToleranceSeconds', options.clockToleranceSeconds, 300) ?? DEFAULT_CLOCK_TOLERANCE_SECONDS;
-  const maxAge = nonNegative('maxTokenAgeSeconds', options.maxTokenAgeSeconds);
-  const maxLength = nonNegative('maxTokenLength', options.maxTokenLength) ?? DEFAULT_MAX_TOKEN_LENGTH;
-  if (options.typ !== undefined && (typeof options.typ !== 'string' || options.typ === ''))
-    fail('typ must be a non-empty string such as "at+jwt"');
+  const algorithms = new Set<string>(options.algorithms);
+  const issuers = new Set(typeof options.issuer === 'string' ? [options.issuer] : options.issuer);
+  const audiences = new Set(typeof options.audience === 'string' ? [options.audience] : options.audience);
+  const tolerance = options.clockToleranceSeconds ?? DEFAULT_CLOCK_TOLERANCE_SECONDS;
+  const maxAge = options.maxTokenAgeSeconds;
+  const maxLength = options.maxTokenLength ?? DEFAULT_MAX_TOKEN_LENGTH;
   const typ = options.typ === undefined ? undefined : normalizeTyp(options.typ);
-  if (options.nonce !== undefined && (typeof options.nonce !== 'string' || options.nonce === '')) fail('nonce must be a non-empty string');
   const nonce = options.nonce;
-  if (
-    options.requiredClaims !== undefined &&
-    (!Array.isArray(options.requiredClaims) || options.requiredClaims.some((c) => typeof c !== 'string'))
-  ) {
-    fail('requiredClaims must be an array of claim names');
-  }
   const requiredClaims = Object.freeze([...(options.requiredClaims ?? [])]);
-  if (options.now !== undefined && typeof options.now !== 'function') fail('now must be a function returning epoch milliseconds');
   const now = options.now ?? Date.now;
 
   return async function verifyToken(token: string): Promise<VerifiedJwt> {
@@ -216,5 +210,5 @@ export function createJwtVerifier(options: VerifyJwtOptions): (token: string) =>
  * const { claims } = await verifyJwt(idToken, { keys: jwks, algorithms: ['RS256'], issuer, audience: clientId, nonce });
  */
 export function verifyJwt(token: string, options: VerifyJwtOptions): Promise<VerifiedJwt> {
-  return createJwtVerifier(options)(token);
+  return buildVerifier('verifyJwt', options)(token);
 }

@@ -134,7 +134,7 @@ function idpApp(sessions: SsoSessionMiddleware, store: KeyValueStore): Express {
     keys: KeySet.generate('ES256'),
     issuer: `https://${HOSTS.idp}`,
     store,
-    accessTokenTtlSeconds: 7200,
+    accessTokenLifetimeSeconds: 7200,
   });
   const app = express();
   app.set('trust proxy', 'loopback');

@@ -184,7 +184,7 @@ export async function startIdentityApps(): Promise<IdentityApps> {
   // idp: the QR-login provider of the directory's users (docs/qr-login.md).
   const qrSecret = randomBytes(16).toString('hex');
   const qrApp = { appid: 'portal', redirectUri: `${auth.origin}/callback/qr` };
-  const tokens = new TokenService({ keys: KeySet.generate('ES256'), issuer: idp.origin, store, accessTokenTtlSeconds: 7200 });
+  const tokens = new TokenService({ keys: KeySet.generate('ES256'), issuer: idp.origin, store, accessTokenLifetimeSeconds: 7200 });
   idp.app.use(ssoSession(sessionOptions));
   idp.app.use(
     qrLoginProvider({

@@ -123,7 +123,7 @@ export async function startKitApp(store: KeyValueStore): Promise<KitApp> {
 
   // --- the QR identity provider ---
   const idpRoutes: FuzzRoute[] = [];
-  const idpTokens = new TokenService({ keys: KeySet.generate('ES256'), issuer: qrIdpUrl, store, accessTokenTtlSeconds: 7200 });
+  const idpTokens = new TokenService({ keys: KeySet.generate('ES256'), issuer: qrIdpUrl, store, accessTokenLifetimeSeconds: 7200 });
   idpApp.use(
     qrLoginProvider({
       store,

@@ -55,7 +55,7 @@ export const USERS: Record<string, QrDirectoryUser> = {
  * (7200 s), so revocation marks outlive them. The one place the QR tests name the TokenService's lifetime option.
  */
 export function qrTokenService(store: KeyValueStore, keys: KeySet = KeySet.generate('ES256'), issuer = PHONE_ISSUER): TokenService {
-  return new TokenService({ keys, issuer, store, accessTokenTtlSeconds: 7200 });
+  return new TokenService({ keys, issuer, store, accessTokenLifetimeSeconds: 7200 });
 }
 
 /** A QR-login provider on listen(0) with real Redis, a real TokenService and requireBearer for the phone app. */

@@ -89,7 +89,7 @@ describe('requireBearer when the JWKS endpoint fails', () => {
         issuer: jwks.issuer,
         audience: 'api',
         cacheSize: 0,
-        jwks: { timeoutMs: 1000, cooldownMs: 200 },
+        jwks: { timeoutSeconds: 1, cooldownSeconds: 0.2 },
       }),
     );
     app.get('/me', (req, res) => {
@@ -135,7 +135,7 @@ describe('requireBearer when the JWKS endpoint fails', () => {
     const { res, ms } = await timed(app, await mint('bob'));
     expect(res.status).toBe(503);
     expect(res.headers['retry-after']).toBeDefined();
-    // timeoutMs is 1000; the endpoint would answer only after 3000.
+    // timeoutSeconds is 1; the endpoint would answer only after 3 s.
     expect(ms).toBeLessThan(2500);
   });
 

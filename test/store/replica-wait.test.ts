@@ -200,7 +200,7 @@ describe('RedisStore waitForReplicas', () => {
     });
 
     it('a refresh token is neither issued nor rotated while no replica confirms it', async () => {
-      const tokens = new RefreshTokens({ store, accessTokenTtlSeconds: 60 });
+      const tokens = new RefreshTokens({ store, accessTokenLifetimeSeconds: 60 });
       const issued = await tokens.issue({ clientId: 'shop', subject: 'alice' });
       await stopReplica();
       await expect(tokens.issue({ clientId: 'shop', subject: 'bob' })).rejects.toBeInstanceOf(StoreUnavailableError);

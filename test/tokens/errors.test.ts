@@ -10,16 +10,18 @@ describe('token errors', () => {
       'the token lacks a required claim (exp)',
     ]);
     expect(new TokenError('bad_signature').message).toBe('the token signature is invalid');
+    expect(error.code).toBe('invalid_token');
   });
 
   it('tell a key-source outage from a broken key source', () => {
-    expect(new KeySourceUnavailableError('timeout').failure).toBe('timeout');
+    expect(new KeySourceUnavailableError('timeout')).toMatchObject({ failure: 'timeout', code: 'key_source_unavailable' });
+    expect(new KeySourceUnavailableError('bad_response').code).toBe('key_source_error');
     expect(new KeySourceUnavailable('bad_response')).toBeInstanceOf(KeySourceUnavailableError);
   });
 
   it('map every refresh-token refusal to invalid_grant', () => {
     for (const reason of ['invalid', 'reused', 'revoked', 'client_mismatch'] as const) {
-      expect(new RefreshTokenError(reason)).toMatchObject({ reason, oauthError: 'invalid_grant' });
+      expect(new RefreshTokenError(reason)).toMatchObject({ reason, code: 'invalid_grant', oauthError: 'invalid_grant' });
     }
   });
 });

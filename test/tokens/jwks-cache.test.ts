@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { JwksCache, KeySourceUnavailableError, TokenError } from '../../lib/tokens';
 import { ecPair, rsaPair, startJwksServer, type JwksServer } from '../helpers/jose-tokens';
+import { startJwksEndpoint, type JwksEndpoint } from '../helpers/jwks-endpoint';
 
 const jwkOf = (key: ReturnType<typeof rsaPair>['publicKey'], extra: Record<string, unknown>) => ({
   ...key.export({ format: 'jwk' }),
@@ -45,7 +46,7 @@ describe('JwksCache', () => {
   });
 
   it('refetches for unknown kids at most once per cooldown', async () => {
-    const cache = new JwksCache({ uri: server.jwksUri, cooldownMs: 300 });
+    const cache = new JwksCache({ uri: server.jwksUri, cooldownSeconds: 0.3 });
     await cache.getKey('k1', 'RS256');
     await expect(cache.getKey('nope-1', 'RS256')).rejects.toMatchObject({ reason: 'unknown_kid' });
     await expect(cache.getKey('nope-2', 'RS256')).rejects.toMatchObject({ reason: 'unknown_kid' });
@@ -57,7 +58,7 @@ describe('JwksCache', () => {
   });
 
   it('accepts a token without kid only when exactly one key fits the alg', async () => {
-    const cache = new JwksCache({ uri: server.jwksUri, cooldownMs: 0 });
+    const cache = new JwksCache({ uri: server.jwksUri, cooldownSeconds: 0 });
     expect((await cache.getKey(undefined, 'RS256')).equals(first.publicKey)).toBe(true);
     server.jwks = { keys: [...server.jwks.keys, jwkOf(second.publicKey, { kid: 'k2', alg: 'RS256' })] };
     await cache.refresh();
@@ -73,7 +74,7 @@ describe('JwksCache', () => {
         jwkOf(ec.publicKey, { kid: 'ec' }),
       ],
     };
-    const cache = new JwksCache({ uri: server.jwksUri, cooldownMs: 60_000 });
+    const cache = new JwksCache({ uri: server.jwksUri, cooldownSeconds: 60 });
     await expect(cache.getKey('rs', 'PS256')).rejects.toMatchObject({ reason: 'alg_mismatch' });
     await expect(cache.getKey('any-rsa', 'PS256')).resolves.toBeDefined();
     await expect(cache.getKey('ec', 'ES256')).resolves.toBeDefined();
@@ -93,7 +94,7 @@ describe('JwksCache', () => {
         jwkOf(second.publicKey, { kid: 'good', key_ops: ['verify'] }),
       ],
     };
-    const cache = new JwksCache({ uri: server.jwksUri, cooldownMs: 60_000 });
+    const cache = new JwksCache({ uri: server.jwksUri, cooldownSeconds: 60 });
     for (const kid of ['enc', 'weak', 'oct', 'private']) {
       await expect(cache.getKey(kid, 'RS256')).rejects.toMatchObject({ reason: 'unknown_kid' });
     }
@@ -102,7 +103,7 @@ describe('JwksCache', () => {
   });
 
   it('keeps serving cached keys while the endpoint is down, and answers an unknown kid within the timeout', async () => {
-    const cache = new JwksCache({ uri: server.jwksUri, maxAgeMs: 100, timeoutMs: 500, cooldownMs: 0 });
+    const cache = new JwksCache({ uri: server.jwksUri, maxAgeSeconds: 0.1, timeoutSeconds: 0.5, cooldownSeconds: 0 });
     await cache.getKey('k1', 'RS256');
     await server.close();
     await new Promise((resolve) => setTimeout(resolve, 150));
@@ -113,7 +114,7 @@ describe('JwksCache', () => {
   });
 
   it('answers an unknown kid within the timeout while the endpoint hangs, cached keys still working', async () => {
-    const cache = new JwksCache({ uri: server.jwksUri, timeoutMs: 300, cooldownMs: 0 });
+    const cache = new JwksCache({ uri: server.jwksUri, timeoutSeconds: 0.3, cooldownSeconds: 0 });
     await cache.getKey('k1', 'RS256');
     server.delayMs = 1900;
     const started = Date.now();
@@ -124,7 +125,7 @@ describe('JwksCache', () => {
   });
 
   it('keeps serving cached keys while the endpoint answers 500', async () => {
-    const cache = new JwksCache({ uri: server.jwksUri, maxAgeMs: 100, cooldownMs: 0 });
+    const cache = new JwksCache({ uri: server.jwksUri, maxAgeSeconds: 0.1, cooldownSeconds: 0 });
     await cache.getKey('k1', 'RS256');
     server.status = 500;
     await new Promise((resolve) => setTimeout(resolve, 150));
@@ -140,10 +141,10 @@ describe('JwksCache', () => {
     expect((error as KeySourceUnavailableError).failure).toBe('unreachable');
   });
 
-  it('aborts a slow endpoint after timeoutMs', async () => {
+  it('aborts a slow endpoint after timeoutSeconds', async () => {
     server.delayMs = 1500;
     const started = Date.now();
-    const error = await rejection(new JwksCache({ uri: server.jwksUri, timeoutMs: 200 }).getKey('k1', 'RS256'));
+    const error = await rejection(new JwksCache({ uri: server.jwksUri, timeoutSeconds: 0.2 }).getKey('k1', 'RS256'));
     expect((error as KeySourceUnavailableError).failure).toBe('timeout');
     expect(Date.now() - started).toBeLessThan(1000);
   });
@@ -161,7 +162,7 @@ describe('JwksCache', () => {
 
   it('honours Cache-Control max-age within its bounds', async () => {
     server.cacheControl = 'public, max-age=1';
-    const cache = new JwksCache({ uri: server.jwksUri, minAgeMs: 500, maxAgeMs: 60_000 });
+    const cache = new JwksCache({ uri: server.jwksUri, minAgeSeconds: 0.5, maxAgeSeconds: 60 });
     await cache.getKey('k1', 'RS256');
     await new Promise((resolve) => setTimeout(resolve, 600));
     await cache.getKey('k1', 'RS256');
@@ -171,9 +172,9 @@ describe('JwksCache', () => {
     expect(server.hits).toBe(2);
   });
 
-  it('caps a long Cache-Control max-age at maxAgeMs', async () => {
+  it('caps a long Cache-Control max-age at maxAgeSeconds', async () => {
     server.cacheControl = 'max-age=86400';
-    const cache = new JwksCache({ uri: server.jwksUri, minAgeMs: 0, maxAgeMs: 200 });
+    const cache = new JwksCache({ uri: server.jwksUri, minAgeSeconds: 0, maxAgeSeconds: 0.2 });
     await cache.getKey('k1', 'RS256');
     await new Promise((resolve) => setTimeout(resolve, 250));
     await cache.getKey('k1', 'RS256');
@@ -184,10 +185,131 @@ describe('JwksCache', () => {
     [{ uri: 'http://auth.example.test/jwks' }, /https:/],
     [{ uri: 'not a url' }, /absolute URL/],
     [{ uri: 'https://user:pw@auth.example.test/jwks' }, /credentials/],
-    [{ uri: 'https://auth.example.test/jwks', timeoutMs: 0 }, /timeoutMs/],
-    [{ uri: 'https://auth.example.test/jwks', cooldownMs: -1 }, /cooldownMs/],
+    [{ uri: 'https://auth.example.test/jwks', timeoutSeconds: 0 }, /timeoutSeconds/],
+    [{ uri: 'https://auth.example.test/jwks', cooldownSeconds: -1 }, /cooldownSeconds/],
     [{ uri: 'https://auth.example.test/jwks', fetch: 'no' }, /fetch/],
   ])('refuses bad options %#', (options, message) => {
     expect(() => new JwksCache(options as never)).toThrow(message);
+  });
+});
+
+/** Fails when `promise` has not settled within `ms`: a guard against a missing event, not a wait for one. */
+function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const guard = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not happen within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, guard]).finally(() => clearTimeout(timer));
+}
+
+const randomKid = () => `storm-${randomBytes(9).toString('base64url')}`;
+
+describe('JwksCache under a random-kid storm and key rotation', () => {
+  const first = rsaPair();
+  const second = rsaPair();
+  const k1 = jwkOf(first.publicKey, { kid: 'k1', alg: 'RS256', use: 'sig' });
+  const k2 = jwkOf(second.publicKey, { kid: 'k2', alg: 'RS256', use: 'sig' });
+  let endpoint: JwksEndpoint;
+
+  beforeEach(async () => {
+    endpoint = await startJwksEndpoint([k1]);
+  });
+  afterEach(() => endpoint.close());
+
+  async function storm(cache: JwksCache, count: number): Promise<void> {
+    const results = await Promise.allSettled(Array.from({ length: count }, () => cache.getKey(randomKid(), 'RS256')));
+    expect(results.every((result) => result.status === 'rejected' && (result.reason as TokenError).reason === 'unknown_kid')).toBe(true);
+  }
+
+  it('answers a storm of 1,000 random kids with at most one refetch per cooldown', async () => {
+    const cache = new JwksCache({ uri: endpoint.jwksUri, cooldownSeconds: 60 });
+    await cache.getKey('k1', 'RS256');
+    await storm(cache, 1000);
+    for (let round = 0; round < 10; round += 1) await storm(cache, 100);
+    // The first fetch, then the one refetch the cooldown allows.
+    expect(endpoint.fetches).toBe(2);
+    expect(cache.fetches).toBe(2);
+  });
+
+  it('refreshes the key set in the background before it expires, so a key published before use is known at its first token', async () => {
+    endpoint.cacheControl = 'public, max-age=2';
+    const cache = new JwksCache({ uri: endpoint.jwksUri, minAgeSeconds: 0, cooldownSeconds: 60 });
+    await cache.getKey('k1', 'RS256');
+    endpoint.keys = [k1, k2];
+    await within(endpoint.nextFetch(), 5000, 'a background refresh');
+    const key = await cache.getKey('k2', 'RS256');
+    expect(key.equals(second.publicKey)).toBe(true);
+    // The background refresh was the only fetch besides the first: the new kid caused none.
+    expect(endpoint.fetches).toBe(2);
+  });
+
+  it('accepts a key published during a storm on its first token, without waiting for the cooldown', async () => {
+    endpoint.cacheControl = 'max-age=2';
+    const cache = new JwksCache({ uri: endpoint.jwksUri, minAgeSeconds: 0, cooldownSeconds: 60 });
+    await cache.getKey('k1', 'RS256');
+    await storm(cache, 1000);
+    expect(endpoint.fetches).toBe(2);
+    // The storm goes on while the issuer publishes its next key; the cooldown (60 s) blocks kid-driven refetches.
+    let raging = true;
+    const ongoing = (async () => {
+      while (raging) await storm(cache, 50);
+    })();
+    try {
+      endpoint.keys = [k1, k2];
+      await within(endpoint.nextFetch(), 5000, 'a background refresh');
+      const started = Date.now();
+      await expect(cache.getKey('k2', 'RS256')).resolves.toBeDefined();
+      expect(Date.now() - started).toBeLessThan(1000);
+    } finally {
+      raging = false;
+      await ongoing;
+    }
+    expect(endpoint.fetches).toBe(3);
+  });
+});
+
+describe('JwksCache during an outage', () => {
+  const pair = rsaPair();
+  let endpoint: JwksEndpoint;
+  let clock: number;
+  beforeEach(async () => {
+    endpoint = await startJwksEndpoint([jwkOf(pair.publicKey, { kid: 'k1', alg: 'RS256' })]);
+    clock = 1_000_000;
+  });
+  afterEach(() => endpoint.close());
+
+  it('keeps verifying with the last good keys for staleIfErrorSeconds past their lifetime, then fails closed', async () => {
+    const cache = new JwksCache({
+      uri: endpoint.jwksUri,
+      maxAgeSeconds: 10,
+      minAgeSeconds: 10,
+      staleIfErrorSeconds: 30,
+      cooldownSeconds: 1,
+      now: () => clock,
+    });
+    const start = clock;
+    await cache.getKey('k1', 'RS256');
+    endpoint.mode = 'down';
+
+    clock = start + 11_000; // expired: one refetch, which fails; the stale keys serve
+    await expect(cache.getKey('k1', 'RS256')).resolves.toBeDefined();
+    expect(endpoint.fetches).toBe(2);
+    clock = start + 11_500; // within the retry delay: no request hammers the endpoint
+    await expect(cache.getKey('k1', 'RS256')).resolves.toBeDefined();
+    expect(endpoint.fetches).toBe(2);
+    clock = start + 39_000; // still within 30 s of stale-if-error
+    await expect(cache.getKey('k1', 'RS256')).resolves.toBeDefined();
+    expect(endpoint.fetches).toBe(3);
+
+    clock = start + 40_001; // beyond: fail closed
+    const beyond = await rejection(cache.getKey('k1', 'RS256'));
+    expect(beyond).toBeInstanceOf(KeySourceUnavailableError);
+    clock = start + 40_500; // and again without a fetch, within the retry delay
+    expect(await rejection(cache.getKey('k1', 'RS256'))).toBeInstanceOf(KeySourceUnavailableError);
+    expect(endpoint.fetches).toBe(4);
+
+    endpoint.mode = 'up';
+    clock = start + 41_100; // the endpoint is back: the next request after the retry delay recovers
+    await expect(cache.getKey('k1', 'RS256')).resolves.toBeDefined();
   });
 });

@@ -31,7 +31,7 @@ describe('jwksHandler', () => {
     const jose = await loadJose();
     const res = await request(appFor(keys)).get('/.well-known/jwks.json').expect(200);
     const jwks = jose.createLocalJWKSet(res.body);
-    const { token } = new TokenService({ keys, issuer }).issueAccessToken({ subject: 'alice', audience: 'api' });
+    const { token } = new TokenService({ keys, issuer }).issueAccessToken({ subject: 'alice', audience: 'api', clientId: 'shop' });
     const { payload } = await jose.jwtVerify(token, jwks, { issuer, audience: 'api', algorithms: ['RS256'] });
     expect(payload.sub).toBe('alice');
   });

@@ -1,11 +1,14 @@
 import { createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
-import express, { type Request, type Response } from 'express';
+import { format } from 'node:util';
+import createDebug from 'debug';
+import express, { type Request, type RequestHandler, type Response } from 'express';
 import fc from 'fast-check';
 import request from 'supertest';
 import { errorHandler } from '../../lib/http';
-import { StoreUnavailableError } from '../../lib/store';
-import { KeySet, requireBearer, type KeyResolver, type RequireBearerOptions } from '../../lib/tokens';
+import { MemoryStore, StoreUnavailableError } from '../../lib/store';
+import { KeySet, requireBearer, requiredScopes, TokenService, type KeyResolver, type RequireBearerOptions } from '../../lib/tokens';
+import { debugChannel } from '../../lib/util/debug';
 import { buildAttackCorpus, createAttackTarget, mintValid, type Attack, type AttackTarget } from '../helpers/jwt-attacks';
 import {
   ecPair,
@@ -23,13 +26,17 @@ const issuer = 'https://auth.example.test';
 const audience = 'shop-api';
 const servers: Server[] = [];
 
-/** An app with requireBearer in front of a route that echoes req.auth, on a real server on port 0. */
-async function serve(options: RequireBearerOptions, configure?: (app: express.Express) => void): Promise<Server> {
+/** An app with requireBearer (and, when given, route checks) in front of a route that echoes req.auth, on a real server on port 0. */
+async function serve(
+  options: RequireBearerOptions,
+  configure?: (app: express.Express) => void,
+  ...checks: RequestHandler[]
+): Promise<Server> {
   const app = express();
   configure?.(app);
-  app.all('/api', requireBearer(options), (req: Request, res: Response) => {
+  app.all('/api', requireBearer(options), ...checks, (req: Request, res: Response) => {
     res.json({
-      claims: req.auth?.claims,
+      claims: req.auth?.payload,
       header: req.auth?.header,
       tokenMatches: req.auth?.token === (req.headers.authorization ?? '').slice(7),
     });
@@ -135,8 +142,10 @@ describe('requireBearer RFC 6750 errors', () => {
   let server: Server;
   let token: string;
   beforeAll(async () => {
-    server = await serve({ secret, algorithms: ['HS256'], issuer, audience, realm: 'shop', requiredScopes: ['orders:read'] }, (app) =>
-      app.use(express.urlencoded({ extended: false })),
+    server = await serve(
+      { secret, algorithms: ['HS256'], issuer, audience, realm: 'shop' },
+      (app) => app.use(express.urlencoded({ extended: false })),
+      requiredScopes('orders:read'),
     );
     token = await mint(createSecretKey(secret), 'HS256');
   });
@@ -498,7 +507,7 @@ describe('requireBearer with a JWKS endpoint', () => {
   it('keeps verifying with cached keys while the endpoint is down; an unknown kid gets 401', async () => {
     const server = await serve({
       jwksUri: jwks.jwksUri,
-      jwks: { maxAgeMs: 100, cooldownMs: 0, timeoutMs: 500 },
+      jwks: { maxAgeSeconds: 0.1, cooldownSeconds: 0, timeoutSeconds: 0.5 },
       algorithms: ['RS256'],
       issuer,
       audience,
@@ -532,7 +541,7 @@ describe('requireBearer with a JWKS endpoint', () => {
 
   it('answers 503 when the endpoint is too slow', async () => {
     jwks.delayMs = 1500;
-    const server = await serve({ jwksUri: jwks.jwksUri, jwks: { timeoutMs: 200 }, algorithms: ['RS256'], issuer, audience });
+    const server = await serve({ jwksUri: jwks.jwksUri, jwks: { timeoutSeconds: 0.2 }, algorithms: ['RS256'], issuer, audience });
     const res = await request(server)
       .get('/api')
       .set(bearer(await mint(first.privateKey, 'RS256')));
@@ -554,8 +563,8 @@ describe('requireBearer option validation', () => {
   const base = { algorithms: ['HS256'], issuer, audience } as const;
 
   it.each([
-    ['no key source', { ...base }, /exactly one key source/],
-    ['two key sources', { ...base, secret, jwksUri: 'https://auth.example.test/jwks' }, /secret and jwksUri/],
+    ['no key source', { ...base }, /give one of secret, keys, jwksUri, tokenService/],
+    ['two key sources', { ...base, secret, jwksUri: 'https://auth.example.test/jwks' }, /secret and jwksUri cannot be used together/],
     ['no algorithms', { secret, issuer, audience }, /algorithms is required/],
     ['none among algorithms', { ...base, secret, algorithms: ['none'] }, /may only contain/],
     ['HS mixed with RS', { ...base, secret, algorithms: ['HS256', 'RS256'] }, /must not mix/],
@@ -567,9 +576,13 @@ describe('requireBearer option validation', () => {
     ['no issuer', { secret, algorithms: ['HS256'], audience }, /issuer is required/],
     ['no audience', { secret, algorithms: ['HS256'], issuer }, /audience is required/],
     ['a realm with a quote', { ...base, secret, realm: 'a"b' }, /realm/],
-    ['a scope with a space', { ...base, secret, requiredScopes: ['a b'] }, /requiredScopes/],
+    [
+      'the former requiredScopes option',
+      { ...base, secret, requiredScopes: ['a'] },
+      /requiredScopes is no longer an option; mount requiredScopes/,
+    ],
     ['a negative cacheSize', { ...base, secret, cacheSize: -1 }, /cacheSize/],
-    ['a misspelled option', { ...base, secret, audiences: 'x' }, /unknown option "audiences"/],
+    ['a misspelled option', { ...base, secret, audiance: 'x' }, /unknown option "audiance" \(did you mean "audience"\?\)/],
     ['isRevoked not a function', { ...base, secret, isRevoked: true }, /isRevoked/],
   ])('throws a TypeError for %s', (_name, options, message) => {
     expect(() => requireBearer(options as never)).toThrow(message);
@@ -581,8 +594,72 @@ describe('requireBearer option validation', () => {
   });
 
   it('does not modify the caller options and returns a named middleware', () => {
-    const options = Object.freeze({ ...base, secret, requiredScopes: Object.freeze(['a']) });
+    const options = Object.freeze({ ...base, secret, requiredClaims: Object.freeze(['sub']) });
     const middleware = requireBearer(options as never);
     expect(middleware.name).toBe('requireBearerMiddleware');
+  });
+});
+
+describe('requireBearer debug channel express-sso-kit:token', () => {
+  const lines: string[] = [];
+  // The channel is a `debug` instance; its log function is where the lines go.
+  const channel = debugChannel('token') as unknown as createDebug.Debugger;
+  const originalLog = channel.log;
+  const pair = ecPair();
+  const keys = new KeySet([{ kid: 'k1', alg: 'ES256', publicKey: pair.publicKey }]);
+  let store: MemoryStore;
+  let server: Server;
+  let service: TokenService;
+  let serviceServer: Server;
+
+  beforeAll(async () => {
+    createDebug.enable('express-sso-kit:token');
+    channel.log = (...args: unknown[]) => lines.push(format(...(args as [string])));
+    store = new MemoryStore();
+    service = new TokenService({ keys: KeySet.generate('ES256', 'svc'), issuer, store });
+    server = await serve({ keys, algorithms: ['ES256'], issuer, audience }, undefined, requiredScopes('orders:admin'));
+    const app = express();
+    app.get('/api', requireBearer({ tokenService: service, audience }), (_req: Request, res: Response) => {
+      res.end();
+    });
+    app.use(errorHandler({ log: false }));
+    serviceServer = createServer(app);
+    await new Promise<void>((resolve) => serviceServer.listen(0, '127.0.0.1', resolve));
+    servers.push(serviceServer);
+  });
+  afterAll(async () => {
+    createDebug.disable();
+    channel.log = originalLog;
+    await store.close();
+  });
+
+  async function refusedLine(target: Server, token: string, status: number): Promise<string> {
+    lines.length = 0;
+    const res = await request(target).get('/api').set(bearer(token));
+    expect(res.status).toBe(status);
+    const text = lines.join('\n');
+    // Never the token, nor any of its parts.
+    for (const part of token.split('.')) expect(text).not.toContain(part);
+    return text;
+  }
+
+  it('says why a token was refused: alg, unknown kid, expiry, audience, issuer, revoked grant, scope', async () => {
+    const now = nowSeconds();
+    const hs = await mint(createSecretKey(randomBytes(32)), 'HS256');
+    expect(await refusedLine(server, hs, 401)).toMatch(/refused GET \/api: unsupported_alg; alg "HS256", kid "k1"/);
+    const otherKid = await mint(pair.privateKey, 'ES256', {}, { kid: 'rotated-away' });
+    expect(await refusedLine(server, otherKid, 401)).toMatch(/unknown_kid; alg "ES256", kid "rotated-away"/);
+    const expired = await mint(pair.privateKey, 'ES256', { iat: now - 700, exp: now - 60 });
+    expect(await refusedLine(server, expired, 401)).toMatch(/: expired;/);
+    const elsewhere = await mint(pair.privateKey, 'ES256', { aud: 'billing-api' });
+    expect(await refusedLine(server, elsewhere, 401)).toMatch(/: wrong_audience;/);
+    const foreign = await mint(pair.privateKey, 'ES256', { iss: 'https://evil.example.test' });
+    expect(await refusedLine(server, foreign, 401)).toMatch(/: wrong_issuer;/);
+    const scoped = await mint(pair.privateKey, 'ES256', { scope: 'orders:read' });
+    expect(await refusedLine(server, scoped, 403)).toMatch(/refused GET: requiredScopes\("orders:admin"\) failed/);
+
+    const { accessToken, refreshToken } = await service.issueTokens({ subject: 'alice', audience, clientId: 'shop' });
+    await service.revokeGrant(refreshToken.record.grantId);
+    expect(await refusedLine(serviceServer, accessToken.token, 401)).toMatch(/: revoked \(gid\);/);
   });
 });

@@ -1,7 +1,9 @@
 import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import express from 'express';
 import request from 'supertest';
 import { errorHandler } from '../../lib/http';
+import { MemoryStore, RedisStore } from '../../lib/store';
 import { jwksHandler, KeySet, requireBearer, TokenError, TokenService } from '../../lib/tokens';
 import { loadJose, nowSeconds } from '../helpers/jose-tokens';
 import { expectProblem } from '../helpers/problem';
@@ -46,18 +48,23 @@ describe('TokenService.issueAccessToken', () => {
 
   it('honours expiresInSeconds (QR login passes 7200)', async () => {
     const jose = await loadJose();
-    const { token, expiresIn } = service.issueAccessToken({ subject: 'alice', audience: 'shop-api', expiresInSeconds: 7200 });
+    const { token, expiresIn } = service.issueAccessToken({
+      subject: 'alice',
+      audience: 'shop-api',
+      clientId: 'shop',
+      expiresInSeconds: 7200,
+    });
     const claims = jose.decodeJwt(token);
     expect([expiresIn, claims.exp! - claims.iat!]).toEqual([7200, 7200]);
   });
 
   it('gives every token its own jti', () => {
-    const jtis = new Set(Array.from({ length: 20 }, () => service.issueAccessToken({ subject: 'a', audience: 'b' }).jti));
+    const jtis = new Set(Array.from({ length: 20 }, () => service.issueAccessToken({ subject: 'a', audience: 'b', clientId: 'shop' }).jti));
     expect(jtis.size).toBe(20);
   });
 
   it('verifies its own access tokens and refuses an ID token presented as one', async () => {
-    const { token } = service.issueAccessToken({ subject: 'alice', audience: 'shop-api' });
+    const { token } = service.issueAccessToken({ subject: 'alice', audience: 'shop-api', clientId: 'shop' });
     await expect(service.verifyAccessToken(token, { audience: 'shop-api' })).resolves.toMatchObject({ claims: { sub: 'alice' } });
     const idToken = service.issueIdToken({ subject: 'alice', audience: 'shop-api' }).token;
     await expect(service.verifyAccessToken(idToken, { audience: 'shop-api' })).rejects.toMatchObject({ reason: 'wrong_typ' });
@@ -67,7 +74,7 @@ describe('TokenService.issueAccessToken', () => {
   it('signs with the active key after a rotation, while tokens of the old key still verify', async () => {
     const oldKeys = KeySet.generate('RS256', 'old');
     const old = new TokenService({ keys: oldKeys, issuer });
-    const oldToken = old.issueAccessToken({ subject: 'alice', audience: 'api' }).token;
+    const oldToken = old.issueAccessToken({ subject: 'alice', audience: 'api', clientId: 'shop' }).token;
     const fresh = KeySet.generate('RS256', 'new');
     const rotated = new KeySet(
       [
@@ -78,15 +85,18 @@ describe('TokenService.issueAccessToken', () => {
     );
     const service2 = new TokenService({ keys: rotated, issuer });
     const jose = await loadJose();
-    expect(jose.decodeProtectedHeader(service2.issueAccessToken({ subject: 'alice', audience: 'api' }).token).kid).toBe('new');
+    expect(jose.decodeProtectedHeader(service2.issueAccessToken({ subject: 'alice', audience: 'api', clientId: 'shop' }).token).kid).toBe(
+      'new',
+    );
     await expect(service2.verifyAccessToken(oldToken, { audience: 'api' })).resolves.toBeDefined();
   });
 
   it.each([
-    ['no subject', { audience: 'a' }, /subject/],
-    ['no audience', { subject: 'a' }, /audience/],
-    ['a lifetime over a day', { subject: 'a', audience: 'b', expiresInSeconds: 90_000 }, /expiresInSeconds/],
-    ['roles that are not strings', { subject: 'a', audience: 'b', roles: [1] }, /roles/],
+    ['no subject', { audience: 'a', clientId: 'shop' }, /subject/],
+    ['no audience', { subject: 'a', clientId: 'shop' }, /audience/],
+    ['no client (RFC 9068 requires client_id)', { subject: 'a', audience: 'b' }, /clientId must be a non-empty string/],
+    ['a lifetime over a day', { subject: 'a', audience: 'b', clientId: 'shop', expiresInSeconds: 90_000 }, /expiresInSeconds/],
+    ['roles that are not strings', { subject: 'a', audience: 'b', clientId: 'shop', roles: [1] }, /roles/],
   ])('refuses %s', (_name, input, message) => {
     expect(() => service.issueAccessToken(input as never)).toThrow(message);
   });
@@ -122,7 +132,7 @@ describe('TokenService.issueIdToken', () => {
   });
 
   it('refuses an ID-token lifetime over an hour (spec §2.8)', () => {
-    expect(() => new TokenService({ keys, issuer, idTokenTtlSeconds: 7200 })).toThrow(/idTokenTtlSeconds/);
+    expect(() => new TokenService({ keys, issuer, idTokenLifetimeSeconds: 7200 })).toThrow(/idTokenLifetimeSeconds/);
   });
 });
 
@@ -140,31 +150,79 @@ describe('TokenService options', () => {
   });
 });
 
+describe('TokenService access tokens follow RFC 9068', () => {
+  // RFC 9068 §2.2: an at+jwt carries iss, exp, aud, sub, client_id, iat and jti.
+  const REQUIRED = ['iss', 'exp', 'aud', 'sub', 'client_id', 'iat', 'jti'];
+  let store: MemoryStore;
+  let service: TokenService;
+  beforeAll(() => {
+    store = new MemoryStore();
+    service = new TokenService({ keys: KeySet.generate('ES256', 'k9068'), issuer, store });
+  });
+  afterAll(() => store.close());
+
+  async function expectRfc9068(token: string): Promise<void> {
+    const jose = await loadJose();
+    expect(jose.decodeProtectedHeader(token).typ).toBe('at+jwt');
+    const payload = jose.decodeJwt(token);
+    expect(REQUIRED.filter((claim) => payload[claim] === undefined)).toEqual([]);
+  }
+
+  it('puts every required claim into each at+jwt the service can mint', async () => {
+    const minimal = service.issueAccessToken({ subject: 'alice', audience: 'api', clientId: 'shop' });
+    const full = service.issueAccessToken({
+      subject: 'alice',
+      audience: ['api', 'admin'],
+      clientId: 'shop',
+      scope: 'a b',
+      roles: ['r'],
+      grantId: 'g-9068',
+      expiresInSeconds: 60,
+    });
+    const pair = await service.issueTokens({ subject: 'bob', audience: 'api', clientId: 'shop' });
+    const redeemed = await service.redeemRefreshToken(pair.refreshToken.token, { clientId: 'shop', audience: 'api' });
+    for (const token of [minimal.token, full.token, pair.accessToken.token, redeemed.accessToken.token]) await expectRfc9068(token);
+  });
+
+  it('refuses to mint an at+jwt without a client, rather than claiming a type it does not follow', () => {
+    expect(() => service.issueAccessToken({ subject: 'alice', audience: 'api' } as never)).toThrow(/clientId must be a non-empty string/);
+  });
+
+  it('types ID tokens JWT, never at+jwt, so they cannot pass as access tokens', async () => {
+    const jose = await loadJose();
+    expect(jose.decodeProtectedHeader(service.issueIdToken({ subject: 'alice', audience: 'shop' }).token).typ).toBe('JWT');
+  });
+
+  it('refuses an access token lacking client_id at verification, even when signed by its keys', async () => {
+    const jose = await loadJose();
+    const keys = KeySet.generate('ES256', 'k-noclient');
+    const strict = new TokenService({ keys, issuer });
+    const now = nowSeconds();
+    const token = await new jose.SignJWT({ iss: issuer, aud: 'api', sub: 'alice', iat: now, exp: now + 60, jti: 'j-1' })
+      .setProtectedHeader({ alg: 'ES256', kid: 'k-noclient', typ: 'at+jwt' })
+      .sign(keys.signingKey.key);
+    await expect(strict.verifyAccessToken(token, { audience: 'api' })).rejects.toMatchObject({
+      reason: 'missing_claim',
+      claim: 'client_id',
+    });
+  });
+});
+
 describe('TokenService with a store: revocation end to end', () => {
   let redis: Awaited<ReturnType<typeof testRedisStore>>;
   let server: Server;
   let service: TokenService;
+  const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
 
   beforeAll(async () => {
     redis = await testRedisStore('token-service');
     const keys = KeySet.generate('ES256', 'k1');
-    service = new TokenService({ keys, issuer, store: redis.store, accessTokenTtlSeconds: 120 });
+    service = new TokenService({ keys, issuer, store: redis.store, accessTokenLifetimeSeconds: 120 });
+    // Wired as docs/tokens.md shows: the service is the only source of keys, issuer and revocations.
     const app = express();
-    app.get('/.well-known/jwks.json', jwksHandler(keys));
-    app.get(
-      '/api',
-      requireBearer({
-        keys,
-        algorithms: ['ES256'],
-        issuer,
-        audience: 'api',
-        typ: 'at+jwt',
-        isRevoked: (claims) => service.isRevoked(claims),
-      }),
-      (req, res) => {
-        res.json({ sub: req.auth?.claims.sub });
-      },
-    );
+    app.get('/api', requireBearer({ tokenService: service, audience: 'api' }), (req, res) => {
+      res.json({ sub: req.auth?.payload.sub });
+    });
     app.use(errorHandler({ log: false }));
     server = app.listen(0, '127.0.0.1');
     await new Promise((resolve) => server.once('listening', resolve));
@@ -175,16 +233,121 @@ describe('TokenService with a store: revocation end to end', () => {
     await redis.cleanup();
   });
 
+  it('refuses the access tokens of a family once one of its rotated refresh tokens is replayed; other families pass', async () => {
+    const victim = await service.issueTokens({ subject: 'alice', audience: 'api', clientId: 'shop', scope: 'orders:read' });
+    const bystander = await service.issueTokens({ subject: 'bob', audience: 'api', clientId: 'shop' });
+    const rotated = await service.redeemRefreshToken(victim.refreshToken.token, { clientId: 'shop', audience: 'api' });
+    // Both of the victim's access tokens work, and get cached by requireBearer.
+    await request(server).get('/api').set(bearer(victim.accessToken.token)).expect(200);
+    await request(server).get('/api').set(bearer(rotated.accessToken.token)).expect(200);
+
+    // The attacker (or the victim) replays the refresh token that was already rotated.
+    await expect(service.redeemRefreshToken(victim.refreshToken.token, { clientId: 'shop', audience: 'api' })).rejects.toMatchObject({
+      reason: 'reused',
+    });
+
+    expectProblem(await request(server).get('/api').set(bearer(victim.accessToken.token)), 401, 'invalid_token');
+    expectProblem(await request(server).get('/api').set(bearer(rotated.accessToken.token)), 401, 'invalid_token');
+    await expect(service.redeemRefreshToken(rotated.refreshToken.token, { clientId: 'shop', audience: 'api' })).rejects.toBeDefined();
+    const other = await request(server).get('/api').set(bearer(bystander.accessToken.token)).expect(200);
+    expect(other.body.sub).toBe('bob');
+  });
+
+  it('refuses the access tokens of a family whose refresh token another client presents', async () => {
+    const victim = await service.issueTokens({ subject: 'alice', audience: 'api', clientId: 'shop' });
+    await request(server).get('/api').set(bearer(victim.accessToken.token)).expect(200);
+    await expect(service.redeemRefreshToken(victim.refreshToken.token, { clientId: 'admin', audience: 'api' })).rejects.toMatchObject({
+      reason: 'client_mismatch',
+    });
+    expectProblem(await request(server).get('/api').set(bearer(victim.accessToken.token)), 401, 'invalid_token');
+  });
+
   it('revokeGrant makes requireBearer refuse the access tokens of that grant, even cached ones', async () => {
     const grantId = 'grant-e2e';
-    const { token } = service.issueAccessToken({ subject: 'alice', audience: 'api', grantId });
-    const unrelated = service.issueAccessToken({ subject: 'bob', audience: 'api', grantId: 'other' }).token;
+    const { token } = service.issueAccessToken({ subject: 'alice', audience: 'api', clientId: 'shop', grantId });
+    const unrelated = service.issueAccessToken({ subject: 'bob', audience: 'api', clientId: 'shop', grantId: 'other' }).token;
     const { token: refreshToken } = await service.refreshTokens!.issue({ clientId: 'shop', subject: 'alice', grantId });
-    await request(server).get('/api').set('Authorization', `Bearer ${token}`).expect(200);
+    await request(server).get('/api').set(bearer(token)).expect(200);
     await service.revokeGrant(grantId);
-    expectProblem(await request(server).get('/api').set('Authorization', `Bearer ${token}`), 401, 'invalid_token');
-    await request(server).get('/api').set('Authorization', `Bearer ${unrelated}`).expect(200);
+    expectProblem(await request(server).get('/api').set(bearer(token)), 401, 'invalid_token');
+    await request(server).get('/api').set(bearer(unrelated)).expect(200);
     await expect(service.refreshTokens!.rotate(refreshToken, 'shop')).rejects.toBeDefined();
     await expect(service.verifyAccessToken(token, { audience: 'api' })).rejects.toBeInstanceOf(TokenError);
+  });
+
+  it('refuses a token signed by the service key with every claim but another typ (an ID or logout token)', async () => {
+    const jose = await loadJose();
+    const now = nowSeconds();
+    const { kid, key } = service.keys.signingKey;
+    const claims = { iss: issuer, aud: 'api', sub: 'alice', client_id: 'shop', iat: now, exp: now + 60, jti: 'j-typ' };
+    const asAccess = await new jose.SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid, typ: 'at+jwt' }).sign(key);
+    const asOther = await new jose.SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid, typ: 'JWT' }).sign(key);
+    await request(server).get('/api').set(bearer(asAccess)).expect(200);
+    expectProblem(await request(server).get('/api').set(bearer(asOther)), 401, 'invalid_token');
+    // An at+jwt without the claims RFC 9068 requires (one signed before client_id was always set) is refused too.
+    const { client_id: _clientId, ...withoutClient } = claims;
+    const incomplete = await new jose.SignJWT(withoutClient).setProtectedHeader({ alg: 'ES256', kid, typ: 'at+jwt' }).sign(key);
+    expectProblem(await request(server).get('/api').set(bearer(incomplete)), 401, 'invalid_token');
+  });
+
+  it('refuses one revoked access token of a grant (revokeAccessToken) while its siblings pass', async () => {
+    const first = await service.issueTokens({ subject: 'erin', audience: 'api', clientId: 'shop' });
+    const sibling = await service.redeemRefreshToken(first.refreshToken.token, { clientId: 'shop', audience: 'api' });
+    await request(server).get('/api').set(bearer(first.accessToken.token)).expect(200);
+    const jose = await loadJose();
+    await service.refreshTokens!.revokeAccessToken(jose.decodeJwt(first.accessToken.token));
+    expectProblem(await request(server).get('/api').set(bearer(first.accessToken.token)), 401, 'invalid_token');
+    await request(server).get('/api').set(bearer(sibling.accessToken.token)).expect(200);
+  });
+
+  it('keeps the grant mark at least as long as the longest access token the service can sign', async () => {
+    // Refresh tokens of 10 minutes and access tokens of 2 by default; a caller may still ask for a 24 h one.
+    const shortLived = new TokenService({
+      keys: service.keys,
+      issuer,
+      store: redis.store,
+      accessTokenLifetimeSeconds: 120,
+      refreshTokenLifetimeSeconds: 600,
+    });
+    const { accessToken } = await shortLived.issueTokens({ subject: 'carol', audience: 'api', clientId: 'shop', expiresInSeconds: 86_400 });
+    const jose = await loadJose();
+    const gid = jose.decodeJwt(accessToken.token).gid as string;
+    await shortLived.revokeGrant(gid);
+    expect(await redis.client.pttl(`${redis.prefix}grant:{${gid}}:revoked`)).toBeGreaterThanOrEqual(86_400_000);
+  });
+
+  it('serves a resource server in another process through the JWKS and the shared store', async () => {
+    const keysUrl = express();
+    keysUrl.get('/jwks', jwksHandler(service.keys));
+    const jwksServer = keysUrl.listen(0, '127.0.0.1');
+    await new Promise((resolve) => jwksServer.once('listening', resolve));
+    const otherStore = new RedisStore(redis.client, { prefix: redis.prefix });
+    try {
+      const api = express();
+      const { port } = jwksServer.address() as AddressInfo;
+      api.get(
+        '/api',
+        requireBearer({
+          jwksUri: `http://127.0.0.1:${port}/jwks`,
+          algorithms: ['ES256'],
+          issuer,
+          audience: 'api',
+          typ: 'at+jwt',
+          revocationStore: otherStore,
+        }),
+        (_req, res) => {
+          res.end('ok');
+        },
+      );
+      api.use(errorHandler({ log: false }));
+      const victim = await service.issueTokens({ subject: 'dave', audience: 'api', clientId: 'shop' });
+      await request(api).get('/api').set(bearer(victim.accessToken.token)).expect(200);
+      await service.redeemRefreshToken(victim.refreshToken.token, { clientId: 'shop', audience: 'api' });
+      await expect(service.redeemRefreshToken(victim.refreshToken.token, { clientId: 'shop', audience: 'api' })).rejects.toBeDefined();
+      expectProblem(await request(api).get('/api').set(bearer(victim.accessToken.token)), 401, 'invalid_token');
+    } finally {
+      jwksServer.closeAllConnections();
+      await new Promise((resolve) => jwksServer.close(resolve));
+    }
   });
 });
