@@ -27,6 +27,13 @@ function publicUrlProblem(publicUrl: string): string | undefined {
   return undefined;
 }
 
+const PER_MINUTE: OptionSpec = {
+  type: 'integer',
+  expected: 'a positive whole number',
+  check: (value: number) => (value < 1 ? `must be a positive whole number, got ${value}` : undefined),
+};
+const RATE_LIMITS_SCHEMA: OptionSchema = { qrconnectPerMinute: PER_MINUTE, tokenPerMinute: PER_MINUTE };
+
 const SCHEMA: OptionSchema = {
   store: {
     type: 'object',
@@ -73,6 +80,7 @@ const SCHEMA: OptionSchema = {
     type: ['object', 'boolean'],
     expected: '{ qrconnectPerMinute, tokenPerMinute } or false',
     check: (limits: object | boolean) => (limits === true ? 'must be { qrconnectPerMinute, tokenPerMinute } or false' : undefined),
+    members: RATE_LIMITS_SCHEMA,
   },
   bindingCookieName: {
     type: 'string',
@@ -84,13 +92,6 @@ const SCHEMA: OptionSchema = {
     check: (url: string) => (url.startsWith('/') && !url.startsWith('//') ? undefined : 'must be a path on this provider, like "/login"'),
   },
 };
-
-const PER_MINUTE: OptionSpec = {
-  type: 'integer',
-  expected: 'a positive whole number',
-  check: (value: number) => (value < 1 ? `must be a positive whole number, got ${value}` : undefined),
-};
-const RATE_LIMITS_SCHEMA: OptionSchema = { qrconnectPerMinute: PER_MINUTE, tokenPerMinute: PER_MINUTE };
 
 /**
  * Checks the options of `qrLoginProvider` when it is called (the kit's one options rule) and resolves every
@@ -110,7 +111,6 @@ export function resolveProviderOptions(options: QrLoginProviderOptions): Resolve
       "qrLoginProvider: authenticateApp and appTokenIssuer go together: give the issuer (iss) of the phone app's tokens, whose subjects are the ids of users",
     );
   }
-  if (typeof options.rateLimits === 'object') checkOptions('qrLoginProvider: rateLimits', options.rateLimits, RATE_LIMITS_SCHEMA);
   return {
     qrLifetimeSeconds: options.testOnlyQrLifetimeSeconds ?? options.qrLifetimeSeconds ?? 180,
     codeLifetimeSeconds: options.codeLifetimeSeconds ?? 300,

@@ -10,18 +10,6 @@ export interface QrTokenIssuerOptions {
 }
 
 /**
- * How long the TokenService keeps a grant's revocation mark, and the TokenService option that sets it. The option
- * is being renamed from `accessTokenTtlSeconds` to `accessTokenLifetimeSeconds`; read whichever this build exposes.
- */
-function revocationWindow(refreshTokens: object): { seconds: number; option: string } {
-  const exposed = refreshTokens as { accessTokenLifetimeSeconds?: unknown; accessTokenTtlSeconds?: unknown };
-  if (typeof exposed.accessTokenLifetimeSeconds === 'number') {
-    return { seconds: exposed.accessTokenLifetimeSeconds, option: 'accessTokenLifetimeSeconds' };
-  }
-  return { seconds: Number(exposed.accessTokenTtlSeconds), option: 'accessTokenTtlSeconds' };
-}
-
-/**
  * Adapts the kit's `TokenService` (which must have a store, for refresh tokens and revocation) to what
  * `qrLoginProvider` needs. Checks that a revoked grant stays marked as long as the QR access tokens live.
  *
@@ -46,11 +34,10 @@ export function qrTokenIssuer(service: TokenService, options: QrTokenIssuerOptio
     );
   }
   const lifetime = (options as QrTokenIssuerOptions).accessTokenLifetimeSeconds ?? 7200;
-  const window = revocationWindow(refreshTokens);
-  if (window.seconds < lifetime) {
-    // revokeGrant keeps its mark for the service's access-token lifetime; shorter than ours, a revoked token would revive.
+  if (refreshTokens.accessTokenLifetimeSeconds < lifetime) {
+    // A grant's revocation mark lives as long as the longest access token; shorter than ours, a revoked token would revive.
     throw new OptionsError(
-      `qrTokenIssuer: create the TokenService with ${window.option} of at least ${lifetime} (QR access tokens live that long), got ${window.seconds}`,
+      `qrTokenIssuer: the TokenService keeps revocation marks for ${refreshTokens.accessTokenLifetimeSeconds} s, shorter than the ${lifetime} s QR access tokens live`,
     );
   }
   return {

@@ -25,8 +25,8 @@ const misspelled: Array<[string, () => unknown, string, string]> = [
   [
     'qrLoginProvider rateLimits',
     () => qrLoginProvider({ ...providerOptions(), rateLimits: { qrconectPerMinute: 5 } } as never),
-    'qrconectPerMinute',
-    'qrconnectPerMinute',
+    'rateLimits.qrconectPerMinute',
+    'rateLimits.qrconnectPerMinute',
   ],
   ['qrLogin', () => qrLogin({ ...loginOptions, redirectUrl: SHOP_REDIRECT } as never), 'redirectUrl', 'redirectUri'],
   [
