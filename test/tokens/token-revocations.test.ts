@@ -7,18 +7,18 @@ import { errorHandler } from '../../lib/http';
 import { RedisStore, type RedisClient } from '../../lib/store';
 import { KeySet, requireBearer, TokenRevocations, TokenService } from '../../lib/tokens';
 import { expectProblem } from '../helpers/problem';
-import { startPrivateRedis, testRedisStore, type PrivateRedis } from '../helpers/redis';
+import { startPrivateRedis, type PrivateRedis } from '../helpers/redis';
 
 const issuer = 'https://auth.example.test';
-const onCluster = Boolean(process.env.SSO_TEST_REDIS_CLUSTER);
 
 /**
  * The commands a Redis server receives for keys under `prefix`, seen through MONITOR on its own connection.
  * `stop()` first sends a marker command and waits for MONITOR to report it: MONITOR reports in execution order, so
- * every command run before the marker has been seen by then.
+ * every command run before the marker has been seen by then. The server is a private one: MONITOR on a server other
+ * test files share would also stream their traffic.
  */
-async function watchCommands(prefix: string, client: RedisClient): Promise<{ commands: string[][]; stop(): Promise<void> }> {
-  const connection = new Redis(process.env.SSO_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379', { lazyConnect: true });
+async function watchCommands(url: string, prefix: string, client: RedisClient): Promise<{ commands: string[][]; stop(): Promise<void> }> {
+  const connection = new Redis(url, { lazyConnect: true });
   const monitor = await connection.monitor();
   const marker = `${prefix}monitor-marker:${randomBytes(6).toString('hex')}`;
   const commands: string[][] = [];
@@ -52,14 +52,19 @@ async function close(server: Server): Promise<void> {
   await new Promise((resolve) => server.close(resolve));
 }
 
-(onCluster ? describe.skip : describe)('revocation reads on the hot path', () => {
-  let redis: Awaited<ReturnType<typeof testRedisStore>>;
+describe('revocation reads on the hot path', () => {
+  const prefix = 'revocation-reads:';
+  let privateRedis: PrivateRedis;
+  let client: Redis;
+  let store: RedisStore;
   let service: TokenService;
   let server: Server;
 
   beforeAll(async () => {
-    redis = await testRedisStore('revocation-reads');
-    service = new TokenService({ keys: KeySet.generate('ES256', 'k1'), issuer, store: redis.store });
+    privateRedis = await startPrivateRedis();
+    client = new Redis(privateRedis.url);
+    store = new RedisStore(client, { prefix });
+    service = new TokenService({ keys: KeySet.generate('ES256', 'k1'), issuer, store });
     const app = express();
     app.get('/api', requireBearer({ tokenService: service, audience: 'api' }), (_req, res) => {
       res.end();
@@ -69,12 +74,14 @@ async function close(server: Server): Promise<void> {
   });
   afterAll(async () => {
     await close(server);
-    await redis.cleanup();
+    await store.close();
+    client.disconnect();
+    await privateRedis.stop();
   });
 
   it('reads the marks of concurrent checks in one MGET', async () => {
-    const revocations = new TokenRevocations(redis.store);
-    const watch = await watchCommands(redis.prefix, redis.client);
+    const revocations = new TokenRevocations(store);
+    const watch = await watchCommands(privateRedis.url, prefix, client);
     try {
       const results = await Promise.all(Array.from({ length: 40 }, (_, i) => revocations.isRevoked({ gid: `g-${i}`, jti: `j-${i}` })));
       expect(results).toEqual(Array(40).fill(false));
@@ -87,7 +94,7 @@ async function close(server: Server): Promise<void> {
   it('reads the store on every request for a token of a grant, cached or not, and never for one without', async () => {
     const { accessToken } = await service.issueTokens({ subject: 'alice', audience: 'api', clientId: 'shop' });
     const standalone = service.issueAccessToken({ subject: 'bob', audience: 'api', clientId: 'shop' });
-    const watch = await watchCommands(redis.prefix, redis.client);
+    const watch = await watchCommands(privateRedis.url, prefix, client);
     try {
       for (let i = 0; i < 3; i += 1) await request(server).get('/api').set('Authorization', `Bearer ${accessToken.token}`).expect(200);
       for (let i = 0; i < 3; i += 1) await request(server).get('/api').set('Authorization', `Bearer ${standalone.token}`).expect(200);
