@@ -28,10 +28,11 @@ const FACTORIES: Record<SiteName, () => Promise<SiteFactory>> = {
   api: async () => (await import('./api/api.js')).createApi,
 };
 
-function banner(config: DemoConfig, frontDoor: { port: number }, redisKind: string, host: string): void {
+function banner(config: DemoConfig, frontDoor: { port: number }, redis: { kind: string; url: string | undefined }, host: string): void {
   const at = (site: SiteName, path = '/') => `${origin(config, site)}${path}`;
   log('');
-  log(`express-sso-kit demo ready on ${host}:${frontDoor.port} (Redis: ${redisKind})`);
+  const store = redis.url ? `Redis ${redis.kind} at ${redis.url}` : 'no Redis: one process, in-memory store';
+  log(`express-sso-kit demo ready on ${host}:${frontDoor.port} (${store})`);
   log('');
   log(`  Login portal       ${at('auth', '/login')}`);
   log(`  Your sessions      ${at('auth', '/sessions')}`);
@@ -111,7 +112,7 @@ async function main(): Promise<void> {
       for (const child of children) frontDoor.route(child.site, await child.ready);
       for (const child of children) log(`[demo ] ${child.site} runs as process ${child.pid}`);
     }
-    banner(config, frontDoor, redis.kind, host);
+    banner(config, frontDoor, redis, host);
   } catch (error) {
     console.error(error instanceof Error ? error.message : error);
     await shutdown(1);

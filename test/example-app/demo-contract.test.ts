@@ -171,7 +171,7 @@ describe('the demo contract', () => {
 
     it("prefixes every line of a site's output with its name", () => {
       expect(t.output()).toMatch(/^\[shop \] shop listening on 127\.0\.0\.1:\d+$/m);
-      expect(t.output()).toMatch(/^\[idp  \] idp listening on/m);
+      expect(t.output()).toMatch(/^\[idp {2}\] idp listening on/m);
     });
   });
 });
