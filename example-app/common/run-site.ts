@@ -16,6 +16,8 @@ export type SiteFactory = (config: DemoConfig, store: KeyValueStore) => Express 
 /** A listening site. */
 export interface RunningSite {
   site: SiteName;
+  /** The site's app (without `/healthz`), as its factory built it. */
+  app: Express;
   server: Server;
   port: number;
   close(): Promise<void>;
@@ -55,6 +57,7 @@ export async function startSite(
   });
   return {
     site,
+    app,
     server,
     port: (server.address() as AddressInfo).port,
     close: () =>

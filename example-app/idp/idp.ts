@@ -5,7 +5,7 @@
  */
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
-import { errorHandler, LoginThrottle, type KeyValueStore } from 'express-sso-kit';
+import { BadRequestError, errorHandler, LoginThrottle, type KeyValueStore } from 'express-sso-kit';
 import { demoDirectory } from '../common/accounts';
 import { origin, portalOidcClient, secretFor, type DemoConfig } from '../common/config';
 import { runSite } from '../common/run-site';
@@ -67,6 +67,17 @@ export async function createIdp(config: DemoConfig, store: KeyValueStore): Promi
 
   const app = express();
   app.set('trust proxy', 'loopback, uniquelocal');
+  // oidc-provider builds its URLs from the Host (and, behind a proxy, X-Forwarded-Host): only the provider's own
+  // public host reaches it, as the front door guarantees, and a forwarded host is never taken.
+  const ownHost = new URL(origin(config, 'idp')).host;
+  app.use(function onlyOwnHost(req: Request, _res: Response, next: NextFunction) {
+    delete req.headers['x-forwarded-host'];
+    next(
+      req.headers.host?.toLowerCase() === ownHost
+        ? undefined
+        : new BadRequestError({ code: 'unknown_host', detail: 'This is not a host of the identity provider.' }),
+    );
+  });
   // The login form posts here; the provider then redirects to the portal's callback, which redirects on to the
   // page the user came from. Chrome checks form-action on that whole redirect chain, so the domain's sites are listed.
   const relyingParties = auth.replace('//auth.', '//*.');

@@ -2,6 +2,13 @@ import request from 'supertest';
 import type { KeyValueStore } from '../../lib/store';
 import { readDemoConfig, origin, type DemoConfig, type SiteName } from '../../example-app/common/config';
 import { startSite, type RunningSite, type SiteFactory } from '../../example-app/common/run-site';
+import { resolveDemoDomain } from '../../example-app/common/demo-dns';
+import { startFrontDoor } from '../../example-app/launcher/front-door';
+import { createAdmin } from '../../example-app/admin/admin';
+import { createApi } from '../../example-app/api/api';
+import { createAuth } from '../../example-app/auth/auth';
+import { createIdp } from '../../example-app/idp/idp';
+import { createShop } from '../../example-app/shop/shop';
 import { setCookieValue } from './cookies';
 
 /** The demo secret the in-process sites of a test share. */
@@ -73,4 +80,47 @@ export async function portalLogin(auth: InProcessSite, username: string, passwor
   const cookie = setCookieValue(res, 'sso.sid');
   if (res.status !== 302 || !cookie) throw new Error(`login as ${username} failed with ${res.status}`);
   return cookie;
+}
+
+/** Every site of the demo in this process, behind a front door, as `npm run demo` runs them without Redis. */
+export interface InProcessDemo {
+  config: DemoConfig;
+  sites: Record<SiteName, InProcessSite>;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts every site in this process over `store`, behind a front door on a free port that is the port of the
+ * public URLs, with the demo domain resolved to it (so the portal reaches the identity provider by its public
+ * name, as in the demo).
+ *
+ * @example
+ * const demo = await startInProcessDemo(redis.store);
+ * await demo.sites.shop.get('/me');
+ */
+export async function startInProcessDemo(store: KeyValueStore, domain = 'sso.localhost'): Promise<InProcessDemo> {
+  const door = await startFrontDoor({ port: 0, host: '127.0.0.1', domain });
+  const config = testDemoConfig({ DEMO_DOMAIN: domain, DEMO_PUBLIC_PORT: String(door.port) });
+  const undoDns = resolveDemoDomain(domain, '127.0.0.1');
+  const factories: Record<SiteName, SiteFactory> = {
+    idp: createIdp,
+    auth: createAuth,
+    shop: createShop,
+    admin: createAdmin,
+    api: createApi,
+  };
+  const sites = {} as Record<SiteName, InProcessSite>;
+  for (const [site, factory] of Object.entries(factories) as Array<[SiteName, SiteFactory]>) {
+    sites[site] = await startInProcessSite(site, factory, store, config);
+    door.route(site, sites[site].running.port);
+  }
+  return {
+    config,
+    sites,
+    async close() {
+      for (const site of Object.values(sites)) await site.running.close();
+      await door.close();
+      undoDns();
+    },
+  };
 }
