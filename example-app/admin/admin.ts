@@ -71,7 +71,7 @@ export function createAdmin(config: DemoConfig, store: KeyValueStore): Express {
     }
     next(error);
   });
-  app.use(errorHandler({ html: true, homeUrl: links.admin }));
+  app.use(errorHandler({ html: true, homeUrl: links.admin, stylesheetUrl: '/assets/app.css' }));
   return app;
 }
 

@@ -99,7 +99,7 @@ export function createAuth(config: DemoConfig, store: KeyValueStore): Express {
     res.redirect(303, req.user ? '/sessions' : '/login');
   });
   app.use(notFound());
-  app.use(errorHandler({ html: true, homeUrl: '/login' }));
+  app.use(errorHandler({ html: true, homeUrl: '/login', stylesheetUrl: '/portal-assets/portal.css' }));
   return app;
 }
 

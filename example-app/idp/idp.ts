@@ -131,7 +131,7 @@ export async function createIdp(config: DemoConfig, store: KeyValueStore): Promi
   );
   app.use(provider.callback());
   // The interaction routes' own failures (an unknown or expired interaction is a 400 of oidc-provider).
-  app.use(errorHandler({ html: true, homeUrl: `${auth}/login` }));
+  app.use(errorHandler({ html: true, homeUrl: `${auth}/login`, stylesheetUrl: IDP_STYLESHEET_PATH }));
   return app;
 }
 

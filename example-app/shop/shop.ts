@@ -49,7 +49,7 @@ export function createShop(config: DemoConfig, store: KeyValueStore): Express {
     logout(req, res).then(() => res.redirect(303, `${origin(config, 'auth')}/login`), next);
   });
   app.use(notFound());
-  app.use(errorHandler({ html: true, homeUrl: links.shop }));
+  app.use(errorHandler({ html: true, homeUrl: links.shop, stylesheetUrl: '/assets/app.css' }));
   return app;
 }
 

@@ -292,6 +292,11 @@ describe('browser journeys through the demo', () => {
     const response = await page.goto(t.url('shop', '/no-such-page'));
     expect(response?.status()).toBe(404);
     await checkPage(page, 'error-404');
+    // At the portal, in the kit's own stylesheet; on the QR provider, its page for a sign-in that cannot finish.
+    expect((await page.goto(t.url('auth', '/no-such-page')))?.status()).toBe(404);
+    await checkPage(page, 'error-404-portal');
+    expect((await page.goto(t.url('auth', '/sns/qr-logins/no-such-login/redirection')))?.status()).toBe(404);
+    await checkPage(page, 'qr-not-found');
     await context.close();
   });
 

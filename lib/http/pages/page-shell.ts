@@ -4,8 +4,8 @@ import { escapeHtml } from './escape-html';
 export interface PageShell {
   /** The document title (escaped here). */
   title: string;
-  /** Where the router rendering the page serves {@link KIT_STYLESHEET}; relative to the page's origin. */
-  stylesheetUrl: string;
+  /** Where the router rendering the page serves the kit's stylesheet (or the app's own); none: an unstyled page. */
+  stylesheetUrl?: string;
   /** The page's one script, served by the same router; none when the page needs no behaviour. */
   scriptUrl?: string;
   /** The content of `<main>`, already escaped by the caller. */
@@ -32,7 +32,7 @@ export function renderPage(shell: PageShell): string {
     '<meta name="viewport" content="width=device-width, initial-scale=1">' +
     '<meta name="referrer" content="same-origin">' +
     `<title>${escapeHtml(shell.title)}</title>` +
-    `<link rel="stylesheet" href="${escapeHtml(shell.stylesheetUrl)}">` +
+    (shell.stylesheetUrl ? `<link rel="stylesheet" href="${escapeHtml(shell.stylesheetUrl)}">` : '') +
     (shell.scriptUrl ? `<script src="${escapeHtml(shell.scriptUrl)}" defer></script>` : '') +
     `</head><body><main class="card${width}"${attributes}>${shell.body}</main></body></html>\n`
   );
