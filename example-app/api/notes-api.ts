@@ -107,7 +107,7 @@ export interface NotesApiOptions {
 // Notes belong to an identity, never to a bare subject: a signed-in user by its id (`<source>|<subject>`), a
 // Bearer token by (its issuer, its sub), written the same way.
 function ownerOf(req: Request): string {
-  const claims = req.auth?.claims;
+  const claims = req.auth?.payload;
   if (claims && typeof claims.iss === 'string' && typeof claims.sub === 'string' && claims.sub !== '') {
     return `token:${claims.iss}|${claims.sub}`;
   }

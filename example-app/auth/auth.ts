@@ -33,7 +33,7 @@ function mountQrLogin(app: Express, config: DemoConfig, store: KeyValueStore): L
   const secret = secretFor(config, 'qr-app');
   const redirectUri = `${auth}/callback/qr`;
   // The phone app's tokens; QR access tokens live 7200 s (WeChat's expires_in), so revocations must too.
-  const tokens = new TokenService({ keys: KeySet.generate('ES256'), issuer: auth, store, accessTokenTtlSeconds: 7200 });
+  const tokens = new TokenService({ keys: KeySet.generate('ES256'), issuer: auth, store, accessTokenLifetimeSeconds: 7200 });
   app.use(
     qrLoginProvider({
       store,

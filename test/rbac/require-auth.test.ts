@@ -38,7 +38,7 @@ describe('requireAuth({ bearer, session })', () => {
     });
     ({ server, close } = await startSsoApp(ssoSession(ssoOptions({ store: redis.store })), {
       routes: (app) => {
-        const who = (req: import('express').Request) => ({ user: req.user?.id ?? null, sub: req.auth?.claims.sub ?? null });
+        const who = (req: import('express').Request) => ({ user: req.user?.id ?? null, sub: req.auth?.payload.sub ?? null });
         app.get('/notes', authenticate, (req, res) => {
           res.json(who(req));
         });
