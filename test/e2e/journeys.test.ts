@@ -1,7 +1,9 @@
+import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { decodeQrFromPage, launchChromium, screenshot } from '../helpers/browser';
+import { ARTIFACTS_DIR, decodeQrFromPage, launchChromium, screenshot } from '../helpers/browser';
 import { startDemoProcesses, type DemoProcesses } from '../helpers/demo';
 import { checkPage, PHONE_WIDTH } from '../helpers/page-checks';
 
@@ -76,9 +78,6 @@ describe('browser journeys through the demo', () => {
     await page.getByRole('button', { name: 'Add note' }).click();
     await page.locator('#notes-list li', { hasText: 'bought a lamp' }).waitFor();
     await checkPage(page, 'shop-signed-in');
-    await page.setViewportSize({ width: 1024, height: 640 });
-    await screenshot(page, 'demo');
-    await page.setViewportSize({ width: 1280, height: 800 });
 
     await page.goto(t.url('admin'));
     await expectSignedIn(page, 'directory:demo|alice', 'password');
@@ -318,6 +317,23 @@ describe('browser journeys through the demo', () => {
       .evaluate((element) => (globalThis as unknown as StyleWindow).getComputedStyle(element).outlineStyle);
     expect(outline).toBe('solid');
     await checkPage(page, 'portal-login-error');
+    await context.close();
+  });
+
+  it('composes the picture of the demo for the README from the screenshots above (test-artifacts/demo.png)', async () => {
+    const shots = ['portal-login-390', 'qr-confirm-on-phone-390', 'shop-signed-in-390'].map(
+      (name) => `data:image/png;base64,${readFileSync(join(ARTIFACTS_DIR, `${name}.png`)).toString('base64')}`,
+    );
+    const { context, page } = await newPage();
+    await page.setViewportSize({ width: 1260, height: 740 });
+    await page.setContent(
+      '<body style="margin:0;background:#1f2937;display:flex;gap:30px;padding:30px;box-sizing:border-box">' +
+        shots
+          .map((src) => `<div style="width:390px;height:680px;overflow:hidden;border-radius:18px;background:#fff"><img src="${src}"></div>`)
+          .join('') +
+        '</body>',
+    );
+    await screenshot(page, 'demo');
     await context.close();
   });
 });
