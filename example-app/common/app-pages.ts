@@ -6,7 +6,12 @@ import { join } from 'node:path';
 import express, { type RequestHandler } from 'express';
 import type { SessionUser } from 'express-sso-kit';
 
-/** Escapes text for HTML element content and double-quoted attribute values. */
+/**
+ * Escapes text for HTML element content and double-quoted attribute values.
+ *
+ * @example
+ * `<strong>${escapeHtml(user.name)}</strong>`
+ */
 export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
