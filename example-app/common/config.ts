@@ -5,7 +5,8 @@
  * Configuration comes from the environment; `npm run demo` and docker-compose.yml set it for every site alike.
  */
 import { hkdfSync } from 'node:crypto';
-import { validateCookieDomain, type KeyValueStore, type SsoSessionOptions } from 'express-sso-kit';
+import { isIP } from 'node:net';
+import type { KeyValueStore, SsoSessionOptions } from 'express-sso-kit';
 import { demoDirectory } from './accounts';
 
 /** The sites of the demo, each its own app on `<site>.<domain>`. */
@@ -32,6 +33,17 @@ export interface DemoConfig {
   qrLogin: boolean;
 }
 
+// A parent domain of several labels; ssoSession refuses a public suffix (such as co.uk) itself, by name.
+function parentDomain(raw: string): string {
+  const domain = raw.toLowerCase();
+  if (isIP(domain) !== 0 || !/^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/.test(domain)) {
+    throw new TypeError(
+      `DEMO_DOMAIN must be a parent domain such as "sso.localhost" or "example.test" (not an IP or a single label), got "${raw}"`,
+    );
+  }
+  return domain;
+}
+
 function port(name: string, raw: string | undefined, fallback: number): number {
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
@@ -46,7 +58,7 @@ function port(name: string, raw: string | undefined, fallback: number): number {
  * const config = readDemoConfig(process.env);
  */
 export function readDemoConfig(env: NodeJS.ProcessEnv): DemoConfig {
-  const domain = validateCookieDomain(env.DEMO_DOMAIN || 'sso.localhost', 'DEMO_DOMAIN');
+  const domain = parentDomain(env.DEMO_DOMAIN || 'sso.localhost');
   if (!['0', '1', undefined, ''].includes(env.DEMO_SECURE)) throw new TypeError(`DEMO_SECURE must be 1 or 0, got "${env.DEMO_SECURE}"`);
   const secure = env.DEMO_SECURE === '1';
   const redisUrl = env.REDIS_URL || 'redis://127.0.0.1:6379';

@@ -39,7 +39,8 @@ describe('readDemoConfig', () => {
   it.each([
     [{ DEMO_DOMAIN: 'localhost' }, /DEMO_DOMAIN/],
     [{ DEMO_DOMAIN: '127.0.0.1' }, /DEMO_DOMAIN/],
-    [{ DEMO_DOMAIN: 'co.uk' }, /DEMO_DOMAIN/],
+    [{ DEMO_DOMAIN: 'sso..test' }, /DEMO_DOMAIN/],
+    [{ DEMO_DOMAIN: 'sso.test/evil' }, /DEMO_DOMAIN/],
     [{ DEMO_PUBLIC_PORT: '70000' }, /DEMO_PUBLIC_PORT must be a port number/],
     [{ REDIS_URL: 'http://redis' }, /REDIS_URL must start with redis:\/\//],
     [{ DEMO_SECURE: 'yes' }, /DEMO_SECURE must be 1 or 0/],
