@@ -16,7 +16,7 @@ import {
   toHttpError,
   type KeyValueStore,
 } from 'express-sso-kit';
-import { appAssets, renderAppPage, renderForbiddenPage } from '../common/app-pages';
+import { appAssets, demoLinks, renderAppPage, renderForbiddenPage } from '../common/app-pages';
 import { origin, sessionOptions, type DemoConfig } from '../common/config';
 import { runSite } from '../common/run-site';
 
@@ -29,12 +29,7 @@ const policy = createPolicy({ roles: { admin: { permissions: ['read:reports', 'w
  * const admin = createAdmin(readDemoConfig(process.env), new RedisStore(process.env.REDIS_URL!));
  */
 export function createAdmin(config: DemoConfig, store: KeyValueStore): Express {
-  const links = {
-    shop: `${origin(config, 'shop')}/`,
-    admin: `${origin(config, 'admin')}/`,
-    sessions: `${origin(config, 'auth')}/sessions`,
-    notesApi: `${origin(config, 'api')}/notes`,
-  };
+  const links = demoLinks(config);
   const app = express();
   app.set('trust proxy', 'loopback, uniquelocal'); // the front door
   app.use(

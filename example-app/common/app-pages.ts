@@ -5,6 +5,7 @@
 import { join } from 'node:path';
 import express, { type RequestHandler } from 'express';
 import type { SessionUser } from 'express-sso-kit';
+import { origin, type DemoConfig } from './config';
 
 /**
  * Escapes text for HTML element content and double-quoted attribute values.
@@ -22,6 +23,21 @@ export interface DemoLinks {
   admin: string;
   sessions: string;
   notesApi: string;
+}
+
+/**
+ * The links of the demo's pages, from the sites' public origins.
+ *
+ * @example
+ * res.send(renderAppPage('Shop', req.user!, demoLinks(config)));
+ */
+export function demoLinks(config: DemoConfig): DemoLinks {
+  return {
+    shop: `${origin(config, 'shop')}/`,
+    admin: `${origin(config, 'admin')}/`,
+    sessions: `${origin(config, 'auth')}/sessions`,
+    notesApi: `${origin(config, 'api')}/notes`,
+  };
 }
 
 const METHOD_LABELS: Record<string, string> = { password: 'a password', qr: 'a QR code', oidc: 'the Demo IdP (OpenID Connect)' };

@@ -4,7 +4,7 @@
  */
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import { errorHandler, logout, notFound, requireSession, securityHeaders, ssoSession, type KeyValueStore } from 'express-sso-kit';
-import { appAssets, renderAppPage } from '../common/app-pages';
+import { appAssets, demoLinks, renderAppPage } from '../common/app-pages';
 import { origin, sessionOptions, type DemoConfig } from '../common/config';
 import { runSite } from '../common/run-site';
 
@@ -15,12 +15,7 @@ import { runSite } from '../common/run-site';
  * const shop = createShop(readDemoConfig(process.env), new RedisStore(process.env.REDIS_URL!));
  */
 export function createShop(config: DemoConfig, store: KeyValueStore): Express {
-  const links = {
-    shop: `${origin(config, 'shop')}/`,
-    admin: `${origin(config, 'admin')}/`,
-    sessions: `${origin(config, 'auth')}/sessions`,
-    notesApi: `${origin(config, 'api')}/notes`,
-  };
+  const links = demoLinks(config);
   const app = express();
   app.set('trust proxy', 'loopback, uniquelocal'); // the front door
   // The kit's strict policy, plus what this page does: read notes from the api site; sign-out ends at the portal.
