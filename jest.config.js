@@ -4,6 +4,9 @@ module.exports = {
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] },
+  // The example apps import the kit by its package name, as a copy of them in another project would; here the
+  // name means the sources (tsconfig.json maps it the same way for tsc and tsx).
+  moduleNameMapper: { '^express-sso-kit$': '<rootDir>/lib/index.ts' },
   testTimeout: 30000,
   maxWorkers: 2,
 };

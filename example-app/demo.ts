@@ -1,46 +1,125 @@
-// `npm run demo`: the whole demo in one process. Configuration comes from the environment (see demo-config.ts).
+/**
+ * `npm run demo`: every site of the demo as its own process, sharing one Redis, behind one front door that routes
+ * by Host, so the browser needs one address. Ctrl-C stops them all (and the Redis it started).
+ *
+ * Environment: PORT (the front door, default 8080; 0 picks a free one), HOST (default 127.0.0.1), DEMO_DOMAIN
+ * (default sso.localhost), REDIS_URL, DEMO_REDIS (`embedded` or `memory`), DEMO_SECRET (default: a new one per
+ * run), DEMO_TLS_CERT and DEMO_TLS_KEY (the front door serves https). See docs/portal-and-demo.md.
+ */
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { readDemoEnvironment } from './demo-config';
-import { DEMO_ACCOUNTS } from './demo-users';
-import { startDemo } from './demo-server';
+import { MemoryStore } from 'express-sso-kit';
+import { DEMO_ACCOUNTS } from './common/accounts';
+import { origin, readDemoConfig, SITES, type DemoConfig, type SiteName } from './common/config';
+import { resolveDemoDomain } from './common/demo-dns';
+import { startSite, type SiteFactory } from './common/run-site';
+import { provideRedis } from './launcher/demo-redis';
+import { startFrontDoor } from './launcher/front-door';
+import { spawnSite, type SiteProcess } from './launcher/site-processes';
 
-async function main(): Promise<void> {
-  const env = readDemoEnvironment(process.env);
-  const demo = await startDemo({
-    port: env.port,
-    host: env.host,
-    domain: env.domain,
-    secure: env.secure,
-    ...(env.redisUrl ? { redisUrl: env.redisUrl } : {}),
-    ...(env.publicPort !== undefined ? { publicPort: env.publicPort } : {}),
-    ...(env.tls ? { tls: { cert: readFileSync(env.tls.certPath), key: readFileSync(env.tls.keyPath) } } : {}),
-  });
-  console.log('');
-  console.log(`express-sso-kit demo on ${env.host}:${demo.port} (store: ${demo.store.kind})`);
-  console.log('');
-  console.log(`  Login portal      ${demo.url('auth', '/login')}`);
-  console.log(`  Your sessions     ${demo.url('auth', '/sessions')}`);
-  console.log(`  Shop              ${demo.url('shop')}`);
-  console.log(`  Admin             ${demo.url('admin')}   (needs the admin role)`);
-  console.log(`  Notes API         ${demo.url('api', '/notes')}`);
-  console.log(`  Identity provider ${demo.url('idp', '/.well-known/openid-configuration')}`);
-  console.log('');
-  console.log('  Accounts:');
+const log = (line: string) => console.log(line);
+
+// Only for the one-process fallback without Redis; normally each site's own process loads its file.
+const FACTORIES: Record<SiteName, () => Promise<SiteFactory>> = {
+  idp: async () => (await import('./idp/idp.js')).createIdp,
+  auth: async () => (await import('./auth/auth.js')).createAuth,
+  shop: async () => (await import('./shop/shop.js')).createShop,
+  admin: async () => (await import('./admin/admin.js')).createAdmin,
+  api: async () => (await import('./api/api.js')).createApi,
+};
+
+function banner(config: DemoConfig, frontDoor: { port: number }, redis: { kind: string; url: string | undefined }, host: string): void {
+  const at = (site: SiteName, path = '/') => `${origin(config, site)}${path}`;
+  log('');
+  const store = redis.url ? `Redis ${redis.kind} at ${redis.url}` : 'no Redis: one process, in-memory store';
+  log(`express-sso-kit demo ready on ${host}:${frontDoor.port} (${store})`);
+  log('');
+  log(`  Login portal       ${at('auth', '/login')}`);
+  log(`  Your sessions      ${at('auth', '/sessions')}`);
+  log(`  Shop               ${at('shop')}`);
+  log(`  Admin              ${at('admin')}   (needs the admin role)`);
+  log(`  Notes API          ${at('api', '/notes')}`);
+  log(`  Identity provider  ${at('idp', '/.well-known/openid-configuration')}`);
+  log('');
+  log('  Accounts:');
   for (const account of DEMO_ACCOUNTS) {
-    console.log(`    ${account.username.padEnd(6)} / ${account.password.padEnd(15)} roles: ${account.roles.join(', ') || '(none)'}`);
+    log(`    ${account.username.padEnd(6)} / ${account.password.padEnd(15)} roles: ${account.roles.join(', ') || '(none)'}`);
   }
-  console.log('');
-  const stop = () => {
-    demo.close().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
-  };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  if (!config.qrLogin) log('  QR login is off: its URLs need https, or http on a *.localhost domain.');
+  log('');
+  log('  Ctrl-C stops every site.');
 }
 
-main().catch((error: unknown) => {
+async function main(): Promise<void> {
+  const env = process.env;
+  const host = env.HOST || '127.0.0.1';
+  const tls =
+    env.DEMO_TLS_CERT && env.DEMO_TLS_KEY ? { cert: readFileSync(env.DEMO_TLS_CERT), key: readFileSync(env.DEMO_TLS_KEY) } : undefined;
+  if (!tls && (env.DEMO_TLS_CERT || env.DEMO_TLS_KEY))
+    throw new TypeError('DEMO_TLS_CERT and DEMO_TLS_KEY go together: set both or neither');
+  const mode = env.DEMO_REDIS === 'embedded' || env.DEMO_REDIS === 'memory' ? env.DEMO_REDIS : undefined;
+  if (env.DEMO_REDIS && !mode) throw new TypeError(`DEMO_REDIS must be "embedded" or "memory", got "${env.DEMO_REDIS}"`);
+
+  const redis = await provideRedis({ ...(env.REDIS_URL ? { redisUrl: env.REDIS_URL } : {}), ...(mode ? { mode } : {}), log });
+  const children: SiteProcess[] = [];
+  const stops: Array<() => Promise<void>> = [() => redis.stop()];
+  let stopping = false;
+  const shutdown = async (code: number) => {
+    if (stopping) return;
+    stopping = true;
+    for (const stop of stops.reverse()) await stop().catch(() => undefined);
+    process.exit(code);
+  };
+  process.once('SIGINT', () => void shutdown(0));
+  process.once('SIGTERM', () => void shutdown(0));
+
+  try {
+    const domain = env.DEMO_DOMAIN || 'sso.localhost';
+    const frontDoor = await startFrontDoor({ port: Number(env.PORT || 8080), host, domain, ...(tls ? { tls } : {}) });
+    stops.push(() => frontDoor.close());
+    const siteEnv: Record<string, string> = {
+      DEMO_DOMAIN: domain,
+      DEMO_SECURE: tls || env.DEMO_SECURE === '1' ? '1' : '0',
+      DEMO_PUBLIC_PORT: String(frontDoor.port),
+      DEMO_SECRET: env.DEMO_SECRET || randomBytes(32).toString('base64url'),
+      DEMO_FRONT_DOOR_HOST: '127.0.0.1',
+      REDIS_URL: redis.url ?? '',
+      PORT: '0',
+      HOST: '127.0.0.1',
+    };
+    const config = readDemoConfig(siteEnv);
+    if (redis.kind === 'memory') {
+      // The documented fallback: every site in this process, sharing one in-memory store.
+      const store = new MemoryStore();
+      stops.push(async () => store.close());
+      stops.push(async () => resolveDemoDomain(domain, '127.0.0.1')());
+      for (const site of SITES) {
+        const running = await startSite(site, await FACTORIES[site](), { config, store });
+        stops.push(() => running.close());
+        frontDoor.route(site, running.port);
+      }
+    } else {
+      for (const site of SITES) {
+        const child = spawnSite(site, siteEnv, log);
+        children.push(child);
+        stops.push(() => child.stop());
+        void child.exited.then((code) => {
+          if (stopping) return;
+          log(`The ${site} site stopped (${code}); stopping the demo.`);
+          void shutdown(1);
+        });
+      }
+      for (const child of children) frontDoor.route(child.site, await child.ready);
+      for (const child of children) log(`[demo ] ${child.site} runs as process ${child.pid}`);
+    }
+    banner(config, frontDoor, redis, host);
+  } catch (error) {
+    console.error(error instanceof Error ? error.message : error);
+    await shutdown(1);
+  }
+}
+
+void main().catch((error: unknown) => {
   console.error(error instanceof Error ? error.message : error);
   process.exit(1);
 });

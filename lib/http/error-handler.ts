@@ -4,6 +4,8 @@ import { HttpError } from './errors';
 import { redactCredentials } from '../util/debug';
 import { redactPath, routePattern } from './log-redaction';
 import { toHttpError } from './to-http-error';
+import { escapeHtml } from './pages/escape-html';
+import { renderPage } from './pages/page-shell';
 
 export { toHttpError } from './to-http-error';
 
@@ -22,6 +24,11 @@ export interface ErrorHandlerOptions {
   html?: boolean;
   /** Where the HTML error page's "back" link points. Default `/`. */
   homeUrl?: string;
+  /**
+   * The stylesheet the HTML error pages link, on the app's own origin (its strict CSP allows no other): the kit's,
+   * as `loginPortal` serves it (`/portal-assets/portal.css`), or the app's own. Default none: an unstyled page.
+   */
+  stylesheetUrl?: string;
   /** Base URI for the problem `type` member; `${typeBaseUri}${code}`. Default: `about:blank` for every problem. */
   typeBaseUri?: string;
 }
@@ -41,10 +48,6 @@ export interface ErrorLogEntry {
   path: string;
   /** The pattern of the route that failed, relative to its router (`/sns/qr-logins/:authCode/events`), when one did. */
   route?: string;
-}
-
-function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
 function wantsHtml(req: Request): boolean {
@@ -86,11 +89,20 @@ export function errorHandler(options: ErrorHandlerOptions = {}): ErrorRequestHan
     },
     html: { type: 'boolean' },
     homeUrl: { type: 'string' },
+    stylesheetUrl: {
+      type: 'string',
+      expected: 'a path on the app\'s origin, like "/portal-assets/portal.css"',
+      check: (url: string) =>
+        /^\/(?![/\\])/.test(url)
+          ? undefined
+          : `must be a path on the app's origin, like "/portal-assets/portal.css", got ${JSON.stringify(url)}`,
+    },
     typeBaseUri: { type: 'string' },
   });
   const log = options.log === false ? undefined : (options.log ?? defaultLog);
   const html = options.html === true;
   const homeUrl = options.homeUrl ?? '/';
+  const stylesheetUrl = options.stylesheetUrl;
   const typeBase = options.typeBaseUri;
 
   return function errorHandlerMiddleware(error: unknown, req: Request, res: Response, next: NextFunction) {
@@ -106,13 +118,15 @@ export function errorHandler(options: ErrorHandlerOptions = {}): ErrorRequestHan
 
     const detail = problem.expose ? problem.detail : problem.status === 500 ? 'An unexpected error occurred.' : problem.detail;
     if (html && wantsHtml(req)) {
-      res
-        .type('html')
-        .send(
-          `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${problem.status} ${escapeHtml(problem.title)}</title></head>` +
-            `<body><main><h1>${escapeHtml(problem.title)}</h1>${detail ? `<p>${escapeHtml(detail)}</p>` : ''}` +
-            `<p><a href="${escapeHtml(homeUrl)}">Back to the start page</a></p></main></body></html>`,
-        );
+      res.type('html').send(
+        renderPage({
+          title: `${problem.status} ${problem.title}`,
+          ...(stylesheetUrl ? { stylesheetUrl } : {}),
+          body:
+            `<p class="eyebrow">Error ${problem.status}</p><h1>${escapeHtml(problem.title)}</h1>` +
+            `${detail ? `<p>${escapeHtml(detail)}</p>` : ''}<p><a class="button" href="${escapeHtml(homeUrl)}">Back to the start page</a></p>`,
+        }),
+      );
       return;
     }
     const body: Record<string, unknown> = {

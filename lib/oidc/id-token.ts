@@ -26,7 +26,12 @@ export async function providerKeys(provider: OidcProvider): Promise<ProviderKeys
   const { jwksUri, issuer } = await provider.metadata();
   const known = keysByProvider.get(provider);
   if (known && known.jwksUri === jwksUri) return known;
-  const jwks = new JwksCache({ uri: jwksUri, timeoutSeconds: provider.timeoutSeconds });
+  // The provider accepted an http: jwks_uri only under its own allowInsecureLocalDevelopment; the cache follows it.
+  const jwks = new JwksCache({
+    uri: jwksUri,
+    timeoutSeconds: provider.timeoutSeconds,
+    ...(provider.insecureHttp ? { allowInsecureLocalDevelopment: true } : {}),
+  });
   const verifyIdToken = createJwtVerifier({
     keys: jwks,
     // A single algorithm: a token cannot choose `none`, HS256 with the client secret, or any other alg.

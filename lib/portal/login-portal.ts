@@ -6,7 +6,8 @@ import { allowSameOriginReferrer, sendLoginPage } from './login-page';
 import { LoginThrottle } from './login-throttle';
 import { passwordLogin } from './password-login';
 import { resolvePortalOptions, type LoginPortalOptions } from './portal-options';
-import { PORTAL_CSS, PORTAL_JS, renderSessionsPage } from './portal-pages';
+import { sendKitStylesheet } from '../http/pages/kit-stylesheet';
+import { PORTAL_JS, renderSessionsPage } from './portal-pages';
 import { oneString, requireSameOrigin, safeReturnTo, ssoContext } from './portal-request';
 
 export type { LoginPortalOptions, PortalLoginLink } from './portal-options';
@@ -32,10 +33,7 @@ export function loginPortal(options: LoginPortalOptions): Router {
   const router = Router();
   const parseForm = express.urlencoded({ extended: false, limit: '8kb', parameterLimit: 10 });
 
-  router.get(`${assetsPath}/portal.css`, function portalStylesheet(_req: Request, res: Response) {
-    res.type('text/css').setHeader('Cache-Control', 'public, max-age=3600');
-    res.send(PORTAL_CSS);
-  });
+  router.get(`${assetsPath}/portal.css`, sendKitStylesheet);
   router.get(`${assetsPath}/portal.js`, function portalScript(_req: Request, res: Response) {
     res.type('text/javascript').setHeader('Cache-Control', 'public, max-age=3600');
     res.send(PORTAL_JS);

@@ -11,6 +11,11 @@ export interface QrAppRegistration {
   name: string;
   /** The exact redirect URIs the app may use; compared character for character. */
   redirectUris: readonly string[];
+  /**
+   * The app's own sign-in page, e.g. `https://auth.example.test/login`: the QR page links to it as "Use another way
+   * to sign in", for a user without the phone app at hand. Default: no such link.
+   */
+  loginPageUrl?: string;
 }
 
 /** A registered app after validation, with its digest decoded once. */
@@ -19,6 +24,7 @@ export interface RegisteredQrApp {
   name: string;
   redirectUris: ReadonlySet<string>;
   secretDigest: Buffer;
+  loginPageUrl: string | undefined;
 }
 
 const HASH_PREFIX = 'sha256:';
@@ -80,19 +86,25 @@ export function isLoopbackHost(hostname: string): boolean {
   return hostname === '127.0.0.1' || hostname === '[::1]' || hostname === 'localhost' || hostname.endsWith('.localhost');
 }
 
-function redirectUriProblem(uri: string): string | undefined {
+/** Why `uri` cannot be one of an app's URLs (absolute; https, or http on loopback; no fragment), or undefined. */
+function appUrlProblem(uri: string, example: string): string | undefined {
   let url: URL;
   try {
     url = new URL(uri);
   } catch {
-    return `entry "${uri}" is not an absolute URL like "https://shop.example.test/callback/qr"`;
+    return `"${uri}" is not an absolute URL like "${example}"`;
   }
   const loopback = isLoopbackHost(url.hostname);
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) {
-    return `entry "${uri}" must use https (http only for loopback development)`;
+    return `"${uri}" must use https (http only for loopback development)`;
   }
-  if (url.hash) return `entry "${uri}" must not have a #fragment`;
+  if (url.hash) return `"${uri}" must not have a #fragment`;
   return undefined;
+}
+
+function redirectUriProblem(uri: string): string | undefined {
+  const problem = appUrlProblem(uri, 'https://shop.example.test/callback/qr');
+  return problem === undefined ? undefined : `entry ${problem}`;
 }
 
 const REGISTRATION: OptionSchema = {
@@ -125,6 +137,11 @@ const REGISTRATION: OptionSchema = {
     check: (uris: string[]) =>
       uris.length === 0 ? 'must list the exact callback URLs the app may use' : uris.map(redirectUriProblem).find(Boolean),
   },
+  loginPageUrl: {
+    type: 'string',
+    expected: 'the absolute URL of the app\'s own sign-in page, like "https://auth.example.test/login"',
+    check: (url: string) => appUrlProblem(url, 'https://auth.example.test/login'),
+  },
 };
 
 /**
@@ -142,10 +159,10 @@ export function buildAppRegistry(apps: unknown, where = 'qrLoginProvider'): Read
   apps.forEach((entry: unknown, index) => {
     const appid = (entry as { appid?: unknown } | null)?.appid;
     checkOptions(`${where}: apps[${index}]${typeof appid === 'string' ? ` ("${appid}")` : ''}`, entry, REGISTRATION);
-    const { secretHash, name, redirectUris } = entry as unknown as QrAppRegistration;
+    const { secretHash, name, redirectUris, loginPageUrl } = entry as unknown as QrAppRegistration;
     if (registry.has(appid as string)) throw new OptionsError(`${where}: appid "${String(appid)}" is registered twice`);
     const secretDigest = Buffer.from(secretHash.slice(HASH_PREFIX.length), 'base64url');
-    registry.set(appid as string, { appid: appid as string, name, redirectUris: new Set(redirectUris), secretDigest });
+    registry.set(appid as string, { appid: appid as string, name, redirectUris: new Set(redirectUris), secretDigest, loginPageUrl });
   });
   return registry;
 }

@@ -5,6 +5,7 @@ import { hasBinding } from './browser-binding';
 import { guarded, headNotAllowed, sendPage, type QrProviderContext } from './provider-context';
 import type { QrStatusEvent } from './qr-login-requests';
 import { renderMessagePage } from './qr-pages';
+import { QR_STYLESHEET_PATH } from './qrconnect-route';
 import { effectiveStatus, isTerminal, type QrLoginRecord, type QrLoginStatus } from './qr-state';
 
 const debug = debugChannel('qr');
@@ -101,9 +102,22 @@ export function browserRoutes(context: QrProviderContext): Router {
     '/sns/qr-logins/:authCode/redirection',
     guarded(async function qrLoginRedirection(req, res) {
       const record = await requests.get(String(req.params.authCode));
+      const app = record ? apps.get(record.appid) : undefined;
       const page = (status: number, why: string, title: string, message: string, retryUrl?: string) => {
         debug('redirect refused: %s', why);
-        sendPage(res, status, renderMessagePage(title, message, retryUrl));
+        const stylesheetUrl = `${req.baseUrl}${QR_STYLESHEET_PATH}`;
+        const otherWaysUrl = app?.loginPageUrl;
+        sendPage(
+          res,
+          status,
+          renderMessagePage({
+            title,
+            message,
+            stylesheetUrl,
+            ...(retryUrl ? { retryUrl } : {}),
+            ...(otherWaysUrl ? { otherWaysUrl } : {}),
+          }),
+        );
       };
       if (!record) {
         return page(
@@ -113,7 +127,6 @@ export function browserRoutes(context: QrProviderContext): Router {
           'This sign-in request does not exist or has been cleaned up.',
         );
       }
-      const app = apps.get(record.appid);
       const retryUrl = app
         ? `${req.baseUrl}/sns/oauth2/qrconnect?${new URLSearchParams({ appid: record.appid, redirect_uri: record.redirectUri, response_type: 'code', scope: 'snsapi_login', state: record.state })}`
         : undefined;

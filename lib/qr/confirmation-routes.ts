@@ -5,6 +5,7 @@ import { debugChannel } from '../util/debug';
 import { requireSessionUser } from './confirming-user';
 import { guarded, providerOrigin, sendPage, type QrProviderContext } from './provider-context';
 import { renderConfirmationPage } from './qr-pages';
+import { QR_STYLESHEET_PATH } from './qrconnect-route';
 import { loadRequest, transitionRefusal, TRANSITIONS } from './qr-logins-resource';
 import { effectiveStatus, type QrLoginTransition } from './qr-state';
 
@@ -50,7 +51,9 @@ export function confirmationRoutes(context: QrProviderContext): Router {
             requesterUserAgent: record.requester.userAgent,
             createdAt: record.createdAt,
             actionUrl: req.originalUrl.split('?')[0] ?? req.originalUrl,
+            stylesheetUrl: `${req.baseUrl}${QR_STYLESHEET_PATH}`,
             isScanner: record.scannedBy === res.locals.qrUserId,
+            ...(req.user?.name ? { userName: req.user.name } : {}),
           }),
         );
       }),

@@ -1,19 +1,15 @@
 import qrcode from 'qrcode-generator';
+import { escapeHtml } from '../http/pages/escape-html';
+import { renderPage } from '../http/pages/page-shell';
+import { describeDevice, describeTimeAgo, isoTime } from '../http/pages/readable-request';
 import type { QrLoginStatus } from './qr-state';
 
-/**
- * Escapes text for HTML element content and double-quoted attributes.
- *
- * @example
- * `<dd>${escapeHtml(userAgent)}</dd>`
- */
-export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-}
+export { escapeHtml };
 
 /**
- * The Content-Security-Policy of every provider page: no inline script or style, scripts only from the router's own
- * static file, forms only to itself, never framed (QRLjacking pages embed the victim's QR page in a frame).
+ * The Content-Security-Policy of every provider page: no inline script or style, scripts and styles only from the
+ * router's own static files, forms only to itself, never framed (QRLjacking pages embed the victim's QR page in a
+ * frame).
  *
  * @example
  * res.set('Content-Security-Policy', QR_PAGE_CSP);
@@ -21,14 +17,6 @@ export function escapeHtml(text: string): string {
 export const QR_PAGE_CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
   "form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
-
-function page(title: string, body: string, scriptUrl?: string): string {
-  return (
-    `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">` +
-    `<meta name="referrer" content="same-origin"><title>${escapeHtml(title)}</title>` +
-    `${scriptUrl ? `<script src="${escapeHtml(scriptUrl)}" defer></script>` : ''}</head><body>${body}</body></html>`
-  );
-}
 
 /**
  * Renders the QR code of `text` as an inline SVG element (server-side, no script needed): one path of dark
@@ -51,7 +39,7 @@ export async function renderQrSvg(text: string): Promise<string> {
     }
   }
   return (
-    `<svg xmlns="http://www.w3.org/2000/svg" width="260" height="260" viewBox="0 0 ${size} ${size}" shape-rendering="crispEdges">` +
+    `<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="QR code to scan with your phone" width="260" height="260" viewBox="0 0 ${size} ${size}" shape-rendering="crispEdges">` +
     `<path fill="#ffffff" d="M0 0h${size}v${size}H0z"/><path fill="#000000" d="${path}"/></svg>`
   );
 }
@@ -67,44 +55,71 @@ export interface QrPageModel {
   redirectionUrl: string;
   retryUrl: string;
   scriptUrl: string;
+  stylesheetUrl: string;
+  /** The app's own sign-in page (its registration's `loginPageUrl`), linked as "Use another way to sign in". */
+  otherWaysUrl?: string;
+}
+
+function otherWaysLink(url: string | undefined): string {
+  return url ? `<p class="links"><a id="qr-other-ways" href="${escapeHtml(url)}">Use another way to sign in</a></p>` : '';
 }
 
 /**
- * The QR page of a new login request.
+ * The QR page of a new login request, for the computer: what to do in three steps, the code, its live status and
+ * countdown, and a way back to the app's other sign-in methods.
  *
  * @example
  * res.type('html').send(await renderQrPage(model));
  */
 export async function renderQrPage(model: QrPageModel): Promise<string> {
   const svg = await renderQrSvg(model.qrUrl);
-  return page(
-    `Sign in to ${model.appName}`,
-    `<main id="qr-login" data-events-url="${escapeHtml(model.eventsUrl)}" data-status-url="${escapeHtml(model.statusUrl)}"` +
+  const app = escapeHtml(model.appName);
+  return renderPage({
+    title: `Sign in to ${model.appName} with your phone`,
+    stylesheetUrl: model.stylesheetUrl,
+    scriptUrl: model.scriptUrl,
+    mainAttributes:
+      `id="qr-login" data-events-url="${escapeHtml(model.eventsUrl)}" data-status-url="${escapeHtml(model.statusUrl)}"` +
       ` data-redirection-url="${escapeHtml(model.redirectionUrl)}" data-retry-url="${escapeHtml(model.retryUrl)}"` +
-      ` data-expires-at="${model.expiresAt}">` +
-      `<h1>Sign in to ${escapeHtml(model.appName)}</h1>` +
-      `<p>Scan this code with the app on your phone, then confirm there.</p>` +
-      `<figure id="qr-code">${svg}</figure>` +
-      `<p id="qr-status" role="status" aria-live="polite" data-status="pending">Waiting for a scan.</p>` +
-      `<p>The code expires in <span id="qr-countdown">${model.validitySeconds}</span> seconds.</p>` +
-      `<p id="qr-retry" hidden><a href="${escapeHtml(model.retryUrl)}">Get a new code</a></p>` +
-      `</main>`,
-    model.scriptUrl,
-  );
+      ` data-expires-at="${model.expiresAt}"`,
+    body:
+      `<p class="eyebrow">${app}</p><h1>Sign in with your phone</h1>` +
+      '<ol class="steps"><li>Open the sign-in app on your phone, where you are already signed in.</li>' +
+      '<li>Scan this code with it.</li><li>Check the request on your phone and confirm it.</li></ol>' +
+      `<figure id="qr-code" class="qr-frame">${svg}</figure>` +
+      '<p id="qr-status" class="status" role="status" aria-live="polite" data-status="pending">Waiting for a scan.</p>' +
+      `<p class="muted">The code expires in <span id="qr-countdown">${model.validitySeconds}</span> seconds.</p>` +
+      `<p id="qr-retry" hidden><a class="button" href="${escapeHtml(model.retryUrl)}">Get a new code</a></p>` +
+      otherWaysLink(model.otherWaysUrl),
+  });
+}
+
+/** What {@link renderMessagePage} shows. */
+export interface QrMessagePageModel {
+  title: string;
+  message: string;
+  stylesheetUrl: string;
+  /** Starts the same app's QR login again. */
+  retryUrl?: string;
+  /** The app's own sign-in page. */
+  otherWaysUrl?: string;
 }
 
 /**
- * A page for a request the browser cannot go on with (bad parameters, expired, denied), with an optional link to start again.
+ * A page for a request the browser cannot go on with (bad parameters, expired, denied), with links to start again.
  *
  * @example
- * renderMessagePage('The code has expired', 'The QR code was not confirmed in time.', retryUrl);
+ * renderMessagePage({ title: 'The code has expired', message: 'The QR code was not confirmed in time.', retryUrl, stylesheetUrl });
  */
-export function renderMessagePage(title: string, message: string, retryUrl?: string): string {
-  return page(
-    title,
-    `<main><h1>${escapeHtml(title)}</h1><p>${escapeHtml(message)}</p>` +
-      `${retryUrl ? `<p><a id="qr-retry-link" href="${escapeHtml(retryUrl)}">Get a new code</a></p>` : ''}</main>`,
-  );
+export function renderMessagePage(model: QrMessagePageModel): string {
+  return renderPage({
+    title: model.title,
+    stylesheetUrl: model.stylesheetUrl,
+    body:
+      `<h1>${escapeHtml(model.title)}</h1><p>${escapeHtml(model.message)}</p>` +
+      (model.retryUrl ? `<p><a id="qr-retry-link" class="button" href="${escapeHtml(model.retryUrl)}">Get a new code</a></p>` : '') +
+      otherWaysLink(model.otherWaysUrl),
+  });
 }
 
 /** What the web confirmation page (the demo "phone") shows. */
@@ -115,36 +130,71 @@ export interface ConfirmationPageModel {
   requesterUserAgent: string;
   createdAt: number;
   actionUrl: string;
+  stylesheetUrl: string;
   /** True when the signed-in user is the one who scanned (only they may decide). */
   isScanner: boolean;
+  /** The signed-in user's name: the account the other device would be signed in to. */
+  userName?: string;
+  /** The instant the request's age is counted from, epoch milliseconds. Default now. */
+  now?: number;
+}
+
+const FINAL_WORDS: Partial<Record<QrLoginStatus, string>> = {
+  confirmed: 'You confirmed this sign-in. You can close this page.',
+  denied: 'You denied this sign-in. Nobody was signed in.',
+  expired: 'This sign-in request has expired. Nobody was signed in.',
+};
+
+function requestFacts(model: ConfirmationPageModel): string {
+  const at = isoTime(model.createdAt);
+  const when = escapeHtml(describeTimeAgo(model.createdAt, model.now ?? Date.now()));
+  return (
+    '<dl class="request">' +
+    `<div><dt>Application</dt><dd id="qr-app">${escapeHtml(model.appName)}</dd></div>` +
+    `<div><dt>Device</dt><dd id="qr-ua">${escapeHtml(describeDevice(model.requesterUserAgent))}</dd></div>` +
+    `<div><dt>IP address</dt><dd id="qr-ip">${escapeHtml(model.requesterIp)}</dd></div>` +
+    `<div><dt>Requested</dt><dd id="qr-when">${at ? `<time datetime="${at}">${when}</time>` : when}</dd></div>` +
+    (model.userName ? `<div><dt>Account</dt><dd id="qr-account">${escapeHtml(model.userName)}</dd></div>` : '') +
+    '</dl>'
+  );
 }
 
 /**
- * The web confirmation page: the request's origin (against QRLjacking) and POST forms for the next step.
+ * The web confirmation page, where the user decides whether another device may sign in as them, so the clearest
+ * page of all (QRLjacking: an attacker relays a victim's scan of the attacker's own code). It names the application,
+ * the requesting device in words ("Chrome on Linux"), its IP address and how long ago it asked, warns against
+ * codes someone else sent, and offers Deny exactly as prominently as Confirm; both are same-origin POST forms.
  *
  * @example
  * res.type('html').send(renderConfirmationPage({ appName: 'Shop', status: 'pending', … }));
  */
 export function renderConfirmationPage(model: ConfirmationPageModel): string {
-  const details =
-    `<dl><dt>Application</dt><dd id="qr-app">${escapeHtml(model.appName)}</dd>` +
-    `<dt>Requested from</dt><dd id="qr-ip">${escapeHtml(model.requesterIp)}</dd>` +
-    `<dt>Browser</dt><dd id="qr-ua">${escapeHtml(model.requesterUserAgent)}</dd>` +
-    `<dt>At</dt><dd>${escapeHtml(new Date(model.createdAt).toISOString())}</dd></dl>`;
-  const form = (status: string, label: string) =>
+  const app = escapeHtml(model.appName);
+  const form = (status: string, label: string, style: string) =>
     `<form method="post" action="${escapeHtml(model.actionUrl)}"><input type="hidden" name="status" value="${status}">` +
-    `<button type="submit" id="qr-${status}">${label}</button></form>`;
+    `<button type="submit" id="qr-${status}" class="${style}">${label}</button></form>`;
+  let heading: string;
   let actions: string;
   if (model.status === 'pending' || (model.status === 'scanned' && model.isScanner)) {
+    heading = `Sign in to ${app} on another device?`;
     actions =
-      `<p>Only confirm if you started this sign-in yourself, on the computer shown above.</p>` +
-      `<p>Sign in to ${escapeHtml(model.appName)} on that computer?</p>${form('confirmed', 'Confirm')}${form('denied', 'Deny')}`;
+      '<p class="warning" id="qr-warning">Only confirm if you are signing in on a device in front of you right now. ' +
+      'If someone sent you this code or asked you to scan it, deny: they would be signed in as you.</p>' +
+      `<div class="decision">${form('denied', 'Deny', 'deny')}${form('confirmed', 'Confirm', 'confirm')}</div>`;
   } else if (model.status === 'scanned') {
-    actions = '<p>Someone else already scanned this code.</p>';
+    heading = 'This code is taken';
+    actions = '<p id="qr-final">Someone else already scanned this code. Nothing was changed.</p>';
   } else {
-    actions = `<p id="qr-final">This sign-in request is ${escapeHtml(model.status)}.</p>`;
+    heading = model.status === 'confirmed' ? 'Sign-in confirmed' : model.status === 'denied' ? 'Sign-in denied' : 'Sign-in request expired';
+    actions =
+      `<p id="qr-final" class="status" data-status="${escapeHtml(model.status)}">` +
+      `${escapeHtml(FINAL_WORDS[model.status] ?? `This sign-in request is ${model.status}.`)}</p>`;
   }
-  return page(`Sign in to ${model.appName}?`, `<main><h1>Sign-in request</h1>${details}${actions}</main>`);
+  return renderPage({
+    title: `Sign-in request · ${model.appName}`,
+    stylesheetUrl: model.stylesheetUrl,
+    body: `<p class="eyebrow">Sign-in request</p><h1>${heading}</h1>${requestFacts(model)}${actions}`,
+  });
 }
 
 /**

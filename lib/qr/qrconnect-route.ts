@@ -4,6 +4,7 @@ import type { RegisteredQrApp } from './app-registry';
 import { hashBinding, setBindingCookie } from './browser-binding';
 import { guarded, providerOrigin, sendPage, type QrProviderContext } from './provider-context';
 import { randomToken } from './qr-login-requests';
+import { sendKitStylesheet } from '../http/pages/kit-stylesheet';
 import { QR_PAGE_SCRIPT, renderMessagePage, renderQrPage } from './qr-pages';
 
 const debug = debugChannel('qr');
@@ -15,6 +16,14 @@ const debug = debugChannel('qr');
  * renderQrPage({ …, scriptUrl: `${req.baseUrl}${QR_SCRIPT_PATH}` });
  */
 export const QR_SCRIPT_PATH = '/sns/qr-login/qr-login.js';
+
+/**
+ * Where the router serves the kit's stylesheet for its pages, relative to its mount path.
+ *
+ * @example
+ * renderMessagePage({ …, stylesheetUrl: `${req.baseUrl}${QR_STYLESHEET_PATH}` });
+ */
+export const QR_STYLESHEET_PATH = '/sns/qr-login/qr-login.css';
 
 const STATE_SHAPE = /^[A-Za-z0-9._~-]{1,128}$/;
 
@@ -43,8 +52,9 @@ function connectRequestOf(apps: ReadonlyMap<string, RegisteredQrApp>, query: Rec
 }
 
 // Every refusal is a page on the provider, never a redirect: the redirect_uri is not trusted until it matched.
-function refuse(res: Response, problem: string): void {
-  sendPage(res, 400, renderMessagePage('This sign-in link is not valid', problem));
+function refuse(req: Request, res: Response, problem: string): void {
+  const stylesheetUrl = `${req.baseUrl}${QR_STYLESHEET_PATH}`;
+  sendPage(res, 400, renderMessagePage({ title: 'This sign-in link is not valid', message: problem, stylesheetUrl }));
 }
 
 function wantsJson(req: Request): boolean {
@@ -69,12 +79,13 @@ export function qrconnectRoutes(context: QrProviderContext, limiter: RequestHand
       .type('application/javascript')
       .send(QR_PAGE_SCRIPT);
   });
+  router.get(QR_STYLESHEET_PATH, sendKitStylesheet);
 
   // HEAD answers what GET would (a 400 page for a bad request, else 200 with GET's media type) but creates
   // nothing: no login request, no binding cookie, no rate-limit count. Link checkers and prefetchers send HEAD.
   router.head('/sns/oauth2/qrconnect', function qrConnectHead(req, res) {
     const checked = checkConnectRequest(apps, req.query as Record<string, unknown>);
-    if ('problem' in checked) return refuse(res, checked.problem);
+    if ('problem' in checked) return refuse(req, res, checked.problem);
     res
       .set('Cache-Control', 'no-store')
       .type(wantsJson(req) ? 'json' : 'html')
@@ -88,13 +99,13 @@ export function qrconnectRoutes(context: QrProviderContext, limiter: RequestHand
     guarded(async function qrConnect(req, res) {
       const query = req.query as Record<string, unknown>;
       const checked = checkConnectRequest(apps, query);
-      if ('problem' in checked) return refuse(res, checked.problem);
+      if ('problem' in checked) return refuse(req, res, checked.problem);
       const { app, redirectUri, state } = checked;
 
       const origin = providerOrigin(context, req);
       if (origin === undefined) {
         debug('qrconnect refused: the request has no usable Host header (set publicUrl)');
-        return refuse(res, 'The sign-in address could not be determined. Please try again.');
+        return refuse(req, res, 'The sign-in address could not be determined. Please try again.');
       }
       const base = origin + req.baseUrl;
       const authCode = randomToken(24);
@@ -131,6 +142,8 @@ export function qrconnectRoutes(context: QrProviderContext, limiter: RequestHand
         redirectionUrl: links.redirection_url,
         retryUrl: req.originalUrl,
         scriptUrl: `${req.baseUrl}${QR_SCRIPT_PATH}`,
+        stylesheetUrl: `${req.baseUrl}${QR_STYLESHEET_PATH}`,
+        ...(app.loginPageUrl ? { otherWaysUrl: app.loginPageUrl } : {}),
       });
       sendPage(res, 200, html);
     }),

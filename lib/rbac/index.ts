@@ -8,3 +8,4 @@ export {
   type ParsedPermission,
 } from './permission';
 export { requirePermission, type RequirePermissionOptions, type PermissionCheckContext } from './require-permission';
+export { requireAuth, type RequireAuthOptions } from './require-auth';

@@ -19,7 +19,7 @@ export interface RedirectPolicyOptions {
   allowedPorts?: readonly number[];
 }
 
-/** Longer targets are refused outright: real return URLs are short, and clients cap query strings near 2 KB (§8). */
+/** Longer targets are refused outright: real return URLs are short, and some clients cap a URL near 2 KB. */
 export const MAX_REDIRECT_LENGTH = 2048;
 
 // Control characters (C0, DEL, C1), any whitespace, line/paragraph separators and backslashes: browsers strip or

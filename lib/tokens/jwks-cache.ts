@@ -1,6 +1,6 @@
 import type { KeyObject } from 'node:crypto';
 import { debugChannel } from '../util/debug';
-import { checkOptions, within, type OptionSchema } from '../util/options';
+import { checkOptions, OptionsError, refuseInProduction, warnOnce, within, type OptionSchema } from '../util/options';
 import { isAcceptableKid, isHmacAlgorithm, isSupportedAlgorithm } from './algorithms';
 import { TokenError } from './errors';
 import { downloadKeySet, type CachedKey } from './jwks-document';
@@ -29,6 +29,11 @@ export interface JwksCacheOptions {
   fetch?: typeof fetch;
   /** The clock, in epoch milliseconds. Default `Date.now`. */
   now?: () => number;
+  /**
+   * Accept an `http:` URL on any host: an identity provider on a development network (the OpenID relying party
+   * passes its own `allowInsecureLocalDevelopment`). Refused when `NODE_ENV=production`; warns once. Default false.
+   */
+  allowInsecureLocalDevelopment?: boolean;
 }
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
@@ -47,11 +52,21 @@ function checkUri(uri: string): string | undefined {
   } catch {
     return `must be an absolute URL such as "https://auth.example.test/.well-known/jwks.json", got ${JSON.stringify(uri)}`;
   }
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname))) {
-    return `must use https: (http: is allowed only on a loopback host), got ${JSON.stringify(uri)}`;
-  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return `must use https:, got ${JSON.stringify(uri)}`;
   if (url.username || url.password) return 'must not carry credentials';
   return undefined;
+}
+
+/** Plain http only on a loopback host, or anywhere under `allowInsecureLocalDevelopment` (never in production). */
+function checkTransport(uri: string, insecure: boolean): void {
+  if (insecure) {
+    refuseInProduction('JwksCache');
+    warnOnce('JwksCache:insecure', 'JwksCache: allowInsecureLocalDevelopment fetches keys over plain http. Never do this in production.');
+  }
+  const url = new URL(uri);
+  if (url.protocol === 'http:' && !insecure && !LOOPBACK_HOSTS.has(url.hostname)) {
+    throw new OptionsError(`JwksCache: uri must use https: (http: is allowed only on a loopback host), got ${JSON.stringify(uri)}`);
+  }
 }
 
 /** The tuning options of {@link JwksCache} (all but `uri`), shared with `requireBearer({ jwks })`. */
@@ -75,6 +90,7 @@ const SCHEMA: OptionSchema = {
     check: checkUri,
   },
   ...JWKS_TUNING_SCHEMA,
+  allowInsecureLocalDevelopment: { type: 'boolean' },
 };
 
 /**
@@ -115,6 +131,7 @@ export class JwksCache implements KeyResolver {
 
   constructor(options: JwksCacheOptions) {
     checkOptions('JwksCache', options, SCHEMA);
+    checkTransport(options.uri, options.allowInsecureLocalDevelopment === true);
     this.uri = new URL(options.uri).href;
     this.timeoutMs = (options.timeoutSeconds ?? 2) * 1000;
     this.cooldownMs = (options.cooldownSeconds ?? 30) * 1000;

@@ -64,7 +64,7 @@ function audienceOf(owner: string, value: unknown): string | string[] {
 
 /**
  * The content of an RFC 9068 access token: `client_id` always (with iss, exp, aud, sub, iat and jti from the signer,
- * every claim §2.2 requires), `scope`, `roles` and the grant (`gid`) when given.
+ * every claim RFC 9068 section 2.2 requires), `scope`, `roles` and the grant (`gid`) when given.
  *
  * @example
  * const content = accessTokenContent({ subject: 'alice', audience: 'api', clientId: 'shop' }, 3600, 86400);

@@ -1,22 +1,27 @@
+import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { decodeQrFromPage, launchChromium, screenshot } from '../helpers/browser';
-import { startDemoForTest, type DemoUnderTest } from '../helpers/demo';
+import { ARTIFACTS_DIR, decodeQrFromPage, launchChromium, screenshot } from '../helpers/browser';
+import { startDemoProcesses, type DemoProcesses } from '../helpers/demo';
+import { checkPage, PHONE_WIDTH } from '../helpers/page-checks';
 
-// The demo's user journeys in headless Chromium: real cookies, real CSP, real CORS, real redirects.
-// The domain is sso.localhost: QR login accepts plain http only on loopback names, and *.localhost is one.
-jest.setTimeout(60_000);
+// The demo's user journeys in headless Chromium, against `npm run demo` as a user starts it: every site its own
+// process, one front door. Real cookies, real CSP, real CORS, real redirects. The domain is sso.localhost: QR login
+// accepts plain http only on loopback names, and *.localhost is one. Every kit page is screenshotted at desktop
+// width and at 390 px (test-artifacts/) and checked with axe-core.
+jest.setTimeout(90_000);
 
 describe('browser journeys through the demo', () => {
-  let t: DemoUnderTest;
+  let t: DemoProcesses;
   let browser: Browser;
   let outsider: Server;
   let outsiderUrl: string;
   const cspViolations: string[] = [];
 
   beforeAll(async () => {
-    t = await startDemoForTest('sso.localhost');
+    t = await startDemoProcesses();
     browser = await launchChromium(['sso.localhost', 'other.test']);
     // A page on a loopback host outside the parent domain, to call the api from a non-allowed origin.
     outsider = createServer((_req, res) =>
@@ -24,7 +29,7 @@ describe('browser journeys through the demo', () => {
     );
     await new Promise<void>((resolve) => outsider.listen(0, '127.0.0.1', resolve));
     outsiderUrl = `http://evil.other.test:${(outsider.address() as AddressInfo).port}/`;
-  });
+  }, 120_000);
 
   afterAll(async () => {
     await browser?.close();
@@ -33,7 +38,7 @@ describe('browser journeys through the demo', () => {
   });
 
   async function newPage(): Promise<{ context: BrowserContext; page: Page }> {
-    const context = await browser.newContext();
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     const page = await context.newPage();
     page.on('console', (message) => {
       if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
@@ -49,45 +54,56 @@ describe('browser journeys through the demo', () => {
     await Promise.all([page.waitForURL((url) => url.href === returnTo), page.getByRole('button', { name: 'Sign in' }).click()]);
   }
 
-  it('(a) logs in once at the portal, then shop and admin both show alice, and the api answers the page', async () => {
+  async function expectSignedIn(page: Page, userId: string | undefined, method: string): Promise<void> {
+    const who = page.locator('#who');
+    await who.waitFor();
+    if (userId) await expect(who.getAttribute('data-user-id')).resolves.toBe(userId);
+    await expect(who.getAttribute('data-method')).resolves.toBe(method);
+  }
+
+  it('(a) logs in once at the portal, then shop and admin (other processes) both show alice, and the api answers the page', async () => {
     const { context, page } = await newPage();
-    await page.goto(t.demo.url('shop'));
-    await page.waitForURL((url) => url.hostname === `auth.${t.demo.domain}`);
-    expect(new URL(page.url()).searchParams.get('return_to')).toBe(t.demo.url('shop'));
-    await screenshot(page, 'portal-login');
+    await page.goto(t.url('shop'));
+    await page.waitForURL((url) => url.hostname === `auth.${t.domain}`);
+    expect(new URL(page.url()).searchParams.get('return_to')).toBe(t.url('shop'));
+    await checkPage(page, 'portal-login');
     // Keyboard only: the username field has focus, Tab reaches the password, Enter submits.
     await page.keyboard.type('alice');
     await page.keyboard.press('Tab');
     await page.keyboard.type('alice-password');
-    await Promise.all([page.waitForURL(t.demo.url('shop')), page.keyboard.press('Enter')]);
+    await Promise.all([page.waitForURL(t.url('shop')), page.keyboard.press('Enter')]);
     await expectSignedIn(page, 'directory:demo|alice', 'password');
     await page.locator('#notes-status[data-state="ok"]').waitFor();
     await page.getByLabel('New note').fill('bought a lamp');
     await page.getByRole('button', { name: 'Add note' }).click();
     await page.locator('#notes-list li', { hasText: 'bought a lamp' }).waitFor();
-    await screenshot(page, 'shop-signed-in');
+    await checkPage(page, 'shop-signed-in');
 
-    await page.goto(t.demo.url('admin'));
+    await page.goto(t.url('admin'));
     await expectSignedIn(page, 'directory:demo|alice', 'password');
     await expect(page.locator('#reports').textContent()).resolves.toContain('3 orders today');
-    await screenshot(page, 'admin-signed-in');
+    await checkPage(page, 'admin-signed-in');
 
-    await page.goto(t.demo.url('auth', '/sessions'));
-    await expect(page.locator('tr[aria-current="true"]').textContent()).resolves.toContain('This browser');
-    await screenshot(page, 'portal-sessions');
+    await page.goto(t.url('auth', '/sessions'));
+    const current = page.locator('li[aria-current="true"]');
+    await expect(current.textContent()).resolves.toContain('This browser');
+    // A device people can read, and when it was last active, instead of a user-agent string and a timestamp.
+    await expect(current.locator('.device').textContent()).resolves.toBe('Chrome on Linux');
+    await expect(current.locator('time').textContent()).resolves.toBe('just now');
+    await checkPage(page, 'portal-sessions');
     expect(cspViolations).toEqual([]);
     await context.close();
   });
 
-  it('(c) logs in through the demo OpenID provider', async () => {
+  it('(c) logs in through the demo OpenID provider, a separate process, and the account is linked in plain sight', async () => {
     const { context, page } = await newPage();
-    await page.goto(`${t.demo.url('auth', '/login')}?return_to=${encodeURIComponent(t.demo.url('shop'))}`);
+    await page.goto(`${t.url('auth', '/login')}?return_to=${encodeURIComponent(t.url('shop'))}`);
     await page.getByRole('link', { name: 'Sign in with the Demo IdP' }).click();
-    await page.waitForURL((url) => url.hostname === `idp.${t.demo.domain}`);
+    await page.waitForURL((url) => url.hostname === `idp.${t.domain}`);
     await screenshot(page, 'idp-login');
     await page.getByLabel('Username').fill('alice');
     await page.getByLabel('Password').fill('alice-password');
-    await Promise.all([page.waitForURL(t.demo.url('shop')), page.getByRole('button', { name: /Sign in/ }).click()]);
+    await Promise.all([page.waitForURL(t.url('shop')), page.getByRole('button', { name: /Sign in/ }).click()]);
     // Linked by the demo's linkAccount: the provider's alice is the directory's alice, with the directory's roles.
     await expectSignedIn(page, 'directory:demo|alice', 'oidc');
     const me = await page.evaluate(async () => (await fetch('/me')).json());
@@ -98,9 +114,9 @@ describe('browser journeys through the demo', () => {
 
   it("throttles the provider's own password page after 5 failures", async () => {
     const { context, page } = await newPage();
-    await page.goto(`${t.demo.url('auth', '/login')}?return_to=${encodeURIComponent(t.demo.url('shop'))}`);
+    await page.goto(`${t.url('auth', '/login')}?return_to=${encodeURIComponent(t.url('shop'))}`);
     await page.getByRole('link', { name: 'Sign in with the Demo IdP' }).click();
-    await page.waitForURL((url) => url.hostname === `idp.${t.demo.domain}`);
+    await page.waitForURL((url) => url.hostname === `idp.${t.domain}`);
     const statuses: number[] = [];
     for (let attempt = 0; attempt < 6; attempt += 1) {
       await page.getByLabel('Password').fill(`guess-${attempt}`);
@@ -116,48 +132,104 @@ describe('browser journeys through the demo', () => {
     await context.close();
   });
 
-  /** Desktop shows the QR code; the phone (signed in on the domain) scans it; resolves once the phone shows Confirm. */
+  it('shows a finished page when the portal throttles password guessing', async () => {
+    const { context, page } = await newPage();
+    await page.goto(t.url('auth', '/login'));
+    let status = 0;
+    for (let attempt = 0; attempt < 6; attempt += 1) {
+      await page.getByLabel('Username').fill('mallory');
+      await page.getByLabel('Password').fill(`guess-${attempt}`);
+      const [response] = await Promise.all([
+        page.waitForResponse((r) => r.request().method() === 'POST'),
+        page.getByRole('button', { name: 'Sign in' }).click(),
+      ]);
+      status = response.status();
+      await page.getByRole('alert').waitFor();
+    }
+    expect(status).toBe(429);
+    await expect(page.getByRole('alert').textContent()).resolves.toMatch(/Too many/i);
+    await checkPage(page, 'portal-throttled');
+    await context.close();
+  });
+
+  /** Desktop shows the QR code; the phone (signed in on the domain) scans it; resolves once the phone shows the request. */
   async function startQrLogin(): Promise<{
     desktop: { context: BrowserContext; page: Page };
     phone: { context: BrowserContext; page: Page };
   }> {
     const phone = await newPage();
-    await passwordLogin(phone.page, 'alice', 'alice-password', t.demo.url('shop'));
+    await phone.page.setViewportSize({ width: PHONE_WIDTH, height: 844 });
+    await passwordLogin(phone.page, 'alice', 'alice-password', t.url('shop'));
     const desktop = await newPage();
-    await desktop.page.goto(`${t.demo.url('auth', '/login')}?return_to=${encodeURIComponent(t.demo.url('shop'))}`);
+    await desktop.page.goto(`${t.url('auth', '/login')}?return_to=${encodeURIComponent(t.url('shop'))}`);
     await desktop.page.getByRole('link', { name: 'Scan a QR code' }).click();
-    await desktop.page.waitForURL((url) => url.hostname === `idp.${t.demo.domain}`);
+    await desktop.page.waitForURL((url) => url.pathname === '/sns/oauth2/qrconnect');
     await desktop.page.locator('#qr-code svg').waitFor();
-    await screenshot(desktop.page, 'qr-code');
     const scanned = await decodeQrFromPage(desktop.page);
-    expect(new URL(scanned).origin).toBe(new URL(t.demo.url('idp')).origin);
+    expect(new URL(scanned).origin).toBe(new URL(t.url('auth')).origin);
     await phone.page.goto(scanned);
     await phone.page.locator('#qr-confirmed').waitFor();
-    await screenshot(phone.page, 'qr-confirm-on-phone');
     return { desktop, phone };
   }
 
-  // The confirmation page sends a same-origin referrer policy: under no-referrer Chromium would post its form with
-  // `Origin: null`, and the provider's same-origin check would refuse it.
-  it('(b) logs in by QR code confirmed on a phone that is signed in at the provider', async () => {
+  it('(b) logs in by QR code, confirmed on a phone whose page says who asks, from which device and when, with Deny as prominent as Confirm', async () => {
     const { desktop, phone } = await startQrLogin();
-    await Promise.all([desktop.page.waitForURL(t.demo.url('shop'), { timeout: 8_000 }), phone.page.locator('#qr-confirmed').click()]);
+    await checkPage(desktop.page, 'qr-code');
+    await expect(phone.page.locator('#qr-app').textContent()).resolves.toBe('SSO Demo Portal');
+    await expect(phone.page.locator('#qr-ua').textContent()).resolves.toBe('Chrome on Linux');
+    await expect(phone.page.locator('#qr-ip').textContent()).resolves.toBe('127.0.0.1');
+    await expect(phone.page.locator('#qr-when time').textContent()).resolves.toBe('just now');
+    // On the phone, both choices are the same size, side by side, within the first screen.
+    const deny = (await phone.page.locator('#qr-denied').boundingBox())!;
+    const confirm = (await phone.page.locator('#qr-confirmed').boundingBox())!;
+    expect(Math.abs(deny.width - confirm.width)).toBeLessThanOrEqual(1);
+    expect(deny.height).toBe(confirm.height);
+    expect(deny.y).toBe(confirm.y);
+    expect(deny.height).toBeGreaterThanOrEqual(44);
+    expect(deny.y + deny.height).toBeLessThanOrEqual(844);
+    await screenshot(phone.page, `qr-confirm-on-phone-${PHONE_WIDTH}`);
+    await checkPage(phone.page, 'qr-confirm-on-phone');
+    await phone.page.setViewportSize({ width: PHONE_WIDTH, height: 844 });
+    await Promise.all([desktop.page.waitForURL(t.url('shop'), { timeout: 8_000 }), phone.page.locator('#qr-confirmed').click()]);
     await expectSignedIn(desktop.page, undefined, 'qr');
+    await expect(phone.page.locator('#qr-final').textContent()).resolves.toContain('You confirmed this sign-in');
     await screenshot(desktop.page, 'shop-after-qr');
+    await desktop.context.close();
+    await phone.context.close();
+    expect(cspViolations).toEqual([]);
+  });
+
+  it('denies a QR login from the phone: the computer is told, and nobody is signed in', async () => {
+    const { desktop, phone } = await startQrLogin();
+    await phone.page.locator('#qr-denied').click();
+    await expect(phone.page.locator('#qr-final').textContent()).resolves.toContain('You denied this sign-in');
+    await desktop.page.locator('#qr-status[data-status="denied"]').waitFor();
+    await expect(desktop.page.locator('#qr-retry a').isVisible()).resolves.toBe(true);
+    await checkPage(desktop.page, 'qr-code-denied');
     await desktop.context.close();
     await phone.context.close();
   });
 
+  it('offers another way to sign in from the QR page, back at the portal', async () => {
+    const { context, page } = await newPage();
+    await page.goto(t.url('auth', '/login'));
+    await page.getByRole('link', { name: 'Scan a QR code' }).click();
+    await page.locator('#qr-code svg').waitFor();
+    await Promise.all([page.waitForURL(t.url('auth', '/login')), page.getByRole('link', { name: 'Use another way to sign in' }).click()]);
+    await expect(page.getByLabel('Password').isVisible()).resolves.toBe(true);
+    await context.close();
+  });
+
   it('(d) signing out on admin signs out of shop too', async () => {
     const { context, page } = await newPage();
-    await passwordLogin(page, 'alice', 'alice-password', t.demo.url('admin'));
+    await passwordLogin(page, 'alice', 'alice-password', t.url('admin'));
     await expectSignedIn(page, 'directory:demo|alice', 'password');
     await Promise.all([
-      page.waitForURL((url) => url.href.startsWith(t.demo.url('auth', '/login'))),
+      page.waitForURL((url) => url.href.startsWith(t.url('auth', '/login'))),
       page.getByRole('button', { name: 'Sign out everywhere' }).click(),
     ]);
-    await page.goto(t.demo.url('shop'));
-    await page.waitForURL((url) => url.href.startsWith(t.demo.url('auth', '/login')));
+    await page.goto(t.url('shop'));
+    await page.waitForURL((url) => url.href.startsWith(t.url('auth', '/login')));
     expect(await page.locator('#who').count()).toBe(0);
     expect(cspViolations).toEqual([]);
     await context.close();
@@ -165,8 +237,8 @@ describe('browser journeys through the demo', () => {
 
   it('(e) lets a page of the domain call the api with credentials, and stops a page of another site', async () => {
     const { context, page } = await newPage();
-    await passwordLogin(page, 'alice', 'alice-password', t.demo.url('shop'));
-    const api = t.demo.url('api', '/notes');
+    await passwordLogin(page, 'alice', 'alice-password', t.url('shop'));
+    const api = t.url('api', '/notes');
     const call = (url: string) =>
       page.evaluate(async (target) => {
         try {
@@ -194,7 +266,7 @@ describe('browser journeys through the demo', () => {
       }
     }, api);
     expect(readable).toBe('blocked');
-    await page.goto(t.demo.url('shop'));
+    await page.goto(t.url('shop'));
     const titles = await page.evaluate(async (target) => {
       const notes = (await (await fetch(target, { credentials: 'include' })).json()) as Array<{ title: string }>;
       return notes.map((note) => note.title);
@@ -205,18 +277,31 @@ describe('browser journeys through the demo', () => {
 
   it('(f) shows bob the friendly 403 page on admin', async () => {
     const { context, page } = await newPage();
-    await passwordLogin(page, 'bob', 'bob-password', t.demo.url('shop'));
-    const response = await page.goto(t.demo.url('admin'));
+    await passwordLogin(page, 'bob', 'bob-password', t.url('shop'));
+    const response = await page.goto(t.url('admin'));
     expect(response?.status()).toBe(403);
     await expect(page.locator('h1').textContent()).resolves.toBe('Sorry, this page is for administrators');
     await expect(page.locator('#forbidden').textContent()).resolves.toContain('Bob Example');
-    await screenshot(page, 'admin-forbidden-bob');
+    await checkPage(page, 'admin-forbidden-bob');
+    await context.close();
+  });
+
+  it("shows the kit's error page for an address that does not exist", async () => {
+    const { context, page } = await newPage();
+    const response = await page.goto(t.url('shop', '/no-such-page'));
+    expect(response?.status()).toBe(404);
+    await checkPage(page, 'error-404');
+    // At the portal, in the kit's own stylesheet; on the QR provider, its page for a sign-in that cannot finish.
+    expect((await page.goto(t.url('auth', '/no-such-page')))?.status()).toBe(404);
+    await checkPage(page, 'error-404-portal');
+    expect((await page.goto(t.url('auth', '/sns/qr-logins/no-such-login/redirection')))?.status()).toBe(404);
+    await checkPage(page, 'qr-not-found');
     await context.close();
   });
 
   it('keeps the portal usable by keyboard with a visible focus and an announced error', async () => {
     const { context, page } = await newPage();
-    await page.goto(t.demo.url('auth', '/login'));
+    await page.goto(t.url('auth', '/login'));
     expect(await page.locator(':focus').getAttribute('id')).toBe('username');
     await page.keyboard.type('alice');
     await page.keyboard.press('Tab');
@@ -231,14 +316,24 @@ describe('browser journeys through the demo', () => {
       .locator(':focus')
       .evaluate((element) => (globalThis as unknown as StyleWindow).getComputedStyle(element).outlineStyle);
     expect(outline).toBe('solid');
-    await screenshot(page, 'portal-login-error');
+    await checkPage(page, 'portal-login-error');
     await context.close();
   });
 
-  async function expectSignedIn(page: Page, userId: string | undefined, method: string): Promise<void> {
-    const who = page.locator('#who');
-    await who.waitFor();
-    if (userId) await expect(who.getAttribute('data-user-id')).resolves.toBe(userId);
-    await expect(who.getAttribute('data-method')).resolves.toBe(method);
-  }
+  it('composes the picture of the demo for the README from the screenshots above (test-artifacts/demo.png)', async () => {
+    const shots = ['portal-login-390', 'qr-confirm-on-phone-390', 'shop-signed-in-390'].map(
+      (name) => `data:image/png;base64,${readFileSync(join(ARTIFACTS_DIR, `${name}.png`)).toString('base64')}`,
+    );
+    const { context, page } = await newPage();
+    await page.setViewportSize({ width: 1260, height: 740 });
+    await page.setContent(
+      '<body style="margin:0;background:#1f2937;display:flex;gap:30px;padding:30px;box-sizing:border-box">' +
+        shots
+          .map((src) => `<div style="width:390px;height:680px;overflow:hidden;border-radius:18px;background:#fff"><img src="${src}"></div>`)
+          .join('') +
+        '</body>',
+    );
+    await screenshot(page, 'demo');
+    await context.close();
+  });
 });

@@ -1,54 +1,92 @@
-import { readDemoEnvironment } from '../../example-app/demo-config';
+import type { Request } from 'express';
+import { origin, readDemoConfig, secretFor, sessionOptions } from '../../example-app/common/config';
+import { MemoryStore } from '../../lib/store';
 
-describe('readDemoEnvironment', () => {
-  it('defaults to sso.localhost on 127.0.0.1:8080 over plain http', () => {
-    expect(readDemoEnvironment({})).toEqual({
+const SECRET = 'demo-config-test-secret-0123456789abcdef';
+
+describe('readDemoConfig', () => {
+  it('defaults to sso.localhost behind a front door on 8080, plain http, the local Redis, QR login on', () => {
+    expect(readDemoConfig({ DEMO_SECRET: SECRET })).toEqual({
       domain: 'sso.localhost',
-      port: 8080,
-      host: '127.0.0.1',
-      publicPort: undefined,
-      redisUrl: undefined,
       secure: false,
-      tls: undefined,
+      publicPort: 8080,
+      redisUrl: 'redis://127.0.0.1:6379',
+      secret: SECRET,
+      frontDoorHost: '127.0.0.1',
+      qrLogin: true,
     });
   });
 
-  it('reads every variable docker-compose sets', () => {
-    const env = readDemoEnvironment({
+  it('reads every variable docker-compose.yml and npm run demo set', () => {
+    const config = readDemoConfig({
       DEMO_DOMAIN: 'Demo.Example.Test',
-      PORT: '0',
-      HOST: '0.0.0.0',
       DEMO_PUBLIC_PORT: '443',
       REDIS_URL: 'redis://redis:6379',
       DEMO_SECURE: '1',
+      DEMO_SECRET: SECRET,
+      DEMO_FRONT_DOOR_HOST: 'proxy',
     });
-    expect(env).toMatchObject({
-      domain: 'demo.example.test',
-      port: 0,
-      host: '0.0.0.0',
-      publicPort: 443,
-      redisUrl: 'redis://redis:6379',
-      secure: true,
-    });
+    expect(config).toMatchObject({ domain: 'demo.example.test', publicPort: 443, redisUrl: 'redis://redis:6379', secure: true });
+    expect(config.frontDoorHost).toBe('proxy');
+    expect(origin(config, 'shop')).toBe('https://shop.demo.example.test');
   });
 
-  it('turns https on with a certificate and key', () => {
-    expect(readDemoEnvironment({ DEMO_TLS_CERT: 'c.pem', DEMO_TLS_KEY: 'k.pem' })).toMatchObject({
-      secure: true,
-      tls: { certPath: 'c.pem', keyPath: 'k.pem' },
-    });
+  it('turns QR login off on plain http under a name that is not a loopback name', () => {
+    expect(readDemoConfig({ DEMO_DOMAIN: 'sso.test', DEMO_SECRET: SECRET }).qrLogin).toBe(false);
+    expect(readDemoConfig({ DEMO_DOMAIN: 'sso.test', DEMO_SECURE: '1', DEMO_SECRET: SECRET }).qrLogin).toBe(true);
   });
 
   it.each([
     [{ DEMO_DOMAIN: 'localhost' }, /DEMO_DOMAIN/],
     [{ DEMO_DOMAIN: '127.0.0.1' }, /DEMO_DOMAIN/],
-    [{ DEMO_DOMAIN: 'co.uk' }, /DEMO_DOMAIN/],
-    [{ PORT: 'eighty' }, /PORT must be a port number/],
-    [{ DEMO_PUBLIC_PORT: '70000' }, /DEMO_PUBLIC_PORT/],
+    [{ DEMO_DOMAIN: 'sso..test' }, /DEMO_DOMAIN/],
+    [{ DEMO_DOMAIN: 'sso.test/evil' }, /DEMO_DOMAIN/],
+    [{ DEMO_PUBLIC_PORT: '70000' }, /DEMO_PUBLIC_PORT must be a port number/],
     [{ REDIS_URL: 'http://redis' }, /REDIS_URL must start with redis:\/\//],
     [{ DEMO_SECURE: 'yes' }, /DEMO_SECURE must be 1 or 0/],
-    [{ DEMO_TLS_CERT: 'c.pem' }, /go together/],
+    [{ DEMO_SECRET: 'short' }, /DEMO_SECRET must be set to at least 32 characters/],
   ])('refuses %j with a message naming the variable', (env, message) => {
-    expect(() => readDemoEnvironment(env)).toThrow(message);
+    expect(() => readDemoConfig({ DEMO_SECRET: SECRET, ...env })).toThrow(message);
+  });
+});
+
+describe('origin and secretFor', () => {
+  const config = readDemoConfig({ DEMO_SECRET: SECRET });
+
+  it("gives each site its public origin with the front door's port", () => {
+    expect(origin(config, 'auth')).toBe('http://auth.sso.localhost:8080');
+    expect(origin(readDemoConfig({ DEMO_SECRET: SECRET, DEMO_PUBLIC_PORT: '80' }), 'api')).toBe('http://api.sso.localhost');
+  });
+
+  it('derives one key per purpose from the demo secret, the same in every process', () => {
+    expect(secretFor(config, 'sessions')).toBe(secretFor(readDemoConfig({ DEMO_SECRET: SECRET }), 'sessions'));
+    expect(secretFor(config, 'sessions')).not.toBe(secretFor(config, 'oidc-client'));
+    expect(secretFor(config, 'sessions')).not.toContain(SECRET);
+    expect(secretFor(config, 'sessions')).toMatch(/^[0-9a-f]{64}$/);
+  });
+});
+
+describe("sessionOptions' linkAccount", () => {
+  const config = readDemoConfig({ DEMO_SECRET: SECRET });
+  const link = sessionOptions(config, new MemoryStore()).linkAccount!;
+  const login = (source: string, subject: string) =>
+    link({ source, subject, name: 'x', roles: ['admin'], method: 'oidc' } as never, {} as Request);
+
+  it("maps the demo identity provider's user onto the directory account of the same id, with the directory's roles", async () => {
+    await expect(login('oidc:http://idp.sso.localhost:8080', 'bob')).resolves.toEqual({
+      source: 'directory:demo',
+      subject: 'bob',
+      name: 'Bob Example',
+      roles: [],
+    });
+  });
+
+  it('refuses a user of the demo identity provider that the directory does not know', async () => {
+    await expect(login('oidc:http://idp.sso.localhost:8080', 'mallory')).resolves.toBeNull();
+  });
+
+  it('leaves every other source an account of its own, even with a subject the directory knows', async () => {
+    await expect(login('oidc:http://idp.evil.test', 'alice')).resolves.toBeUndefined();
+    await expect(login('qr:http://auth.sso.localhost:8080#sso-portal', 'alice')).resolves.toBeUndefined();
   });
 });

@@ -1,23 +1,25 @@
+import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parse } from 'yaml';
 
-// No Docker engine runs in CI, so the compose file is checked for the mistakes that would only show at `up`.
+// No container engine runs in CI, so the compose file is checked for the mistakes that would only show at `up`,
+// and the Caddyfile by Caddy itself (`caddy validate`, and `caddy adapt` for the routes it really configures).
 const root = resolve(__dirname, '../..');
-const compose = parse(readFileSync(join(root, 'docker-compose.yml'), 'utf8')) as {
-  services: Record<
-    string,
-    {
-      image?: string;
-      build?: string | { context: string; dockerfile?: string };
-      environment?: Record<string, string> | string[];
-      volumes?: Array<string | { type?: string; source?: string }>;
-      healthcheck?: { test?: string[] | string };
-      ports?: string[];
-      depends_on?: Record<string, { condition?: string }> | string[];
-    }
-  >;
-};
+const SITES = ['auth', 'shop', 'admin', 'api', 'idp'];
+
+interface Service {
+  image?: string;
+  build?: string | { context: string; dockerfile?: string };
+  command?: string[];
+  environment?: Record<string, string> | string[];
+  volumes?: Array<string | { type?: string; source?: string }>;
+  healthcheck?: { test?: string[] | string };
+  ports?: string[];
+  depends_on?: Record<string, { condition?: string }> | string[];
+}
+// Merge keys (`<<: *site`) as docker compose reads them.
+const compose = parse(readFileSync(join(root, 'docker-compose.yml'), 'utf8'), { merge: true }) as { services: Record<string, Service> };
 const services = Object.entries(compose.services);
 
 function sourcesUnder(dir: string): string[] {
@@ -28,32 +30,65 @@ function sourcesUnder(dir: string): string[] {
   });
 }
 
-function environmentNames(environment: Record<string, string> | string[] | undefined): string[] {
-  if (!environment) return [];
-  return Array.isArray(environment) ? environment.map((entry) => entry.split('=')[0]!) : Object.keys(environment);
+function environmentOf(service: Service): Record<string, string> {
+  const environment = service.environment ?? {};
+  if (!Array.isArray(environment)) return environment;
+  return Object.fromEntries(environment.map((entry) => [entry.split('=')[0]!, entry.slice(entry.indexOf('=') + 1)]));
+}
+
+function caddy(...args: string[]): string {
+  try {
+    return execFileSync('caddy', args, { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (error) {
+    const failure = error as NodeJS.ErrnoException & { stderr?: string };
+    if (failure.code === 'ENOENT') {
+      throw new Error('caddy is not installed (Debian: apt-get install caddy; .ci/run installs it)', { cause: error });
+    }
+    throw new Error(`caddy ${args.join(' ')} failed:\n${failure.stderr ?? failure.message}`, { cause: error });
+  }
 }
 
 describe('docker-compose.yml', () => {
-  it('has redis, the example app and a reverse proxy', () => {
-    expect(Object.keys(compose.services).sort()).toEqual(['example-app', 'proxy', 'redis']);
-    expect(compose.services.redis!.image).toMatch(/^redis:7-alpine$/);
+  it('has one service per site, redis and the Caddy front door', () => {
+    expect(Object.keys(compose.services).sort()).toEqual([...SITES, 'proxy', 'redis'].sort());
+    expect(compose.services.redis!.image).toBe('redis:7-alpine');
+    expect(compose.services.proxy!.image).toMatch(/^caddy:2/);
   });
 
-  it.each(services)('gives service %s an image or a build context that exists', (_name, service) => {
-    expect(service.image !== undefined || service.build !== undefined).toBe(true);
-    if (service.build !== undefined) {
-      const build = typeof service.build === 'string' ? { context: service.build } : service.build;
-      const context = join(root, build.context);
-      expect(existsSync(context)).toBe(true);
-      const dockerfile = join(context, build.dockerfile ?? 'Dockerfile');
-      expect(existsSync(dockerfile)).toBe(true);
-      expect(readFileSync(dockerfile, 'utf8')).toMatch(/^FROM node:20/m);
+  it.each(SITES)('runs site %s from the one demo image with its own command', (site) => {
+    const service = compose.services[site]!;
+    const images = SITES.map((name) => compose.services[name]!.image);
+    expect(new Set(images).size).toBe(1);
+    expect(service.build).toEqual({ context: '.', dockerfile: 'example-app/Dockerfile' });
+    expect(service.command).toEqual(['node', '--import', 'tsx', `example-app/${site}/${site}.ts`]);
+    expect(existsSync(join(root, `example-app/${site}/${site}.ts`))).toBe(true);
+  });
+
+  it.each(SITES)('gives site %s the shared Redis, the shared secret, and the front door', (site) => {
+    const env = environmentOf(compose.services[site]!);
+    expect(new URL(env.REDIS_URL!).hostname).toBe('redis');
+    expect(env.DEMO_SECRET).toBe(environmentOf(compose.services.auth!).DEMO_SECRET);
+    expect(env.DEMO_SECRET).toMatch(/^\$\{DEMO_SECRET:-.{32,}\}$/);
+    expect(env.DEMO_FRONT_DOOR_HOST).toBe('proxy');
+    expect(env.DEMO_DOMAIN).toBe('sso.localhost');
+    expect(env.PORT).toBe('8080');
+    expect(env.HOST).toBe('0.0.0.0');
+  });
+
+  it('builds the image with npm ci and the committed lock file', () => {
+    const dockerfile = readFileSync(join(root, 'example-app/Dockerfile'), 'utf8');
+    expect(dockerfile).toMatch(/^FROM node:20/m);
+    expect(dockerfile).toMatch(/^COPY package\.json package-lock\.json \.\/$/m);
+    expect(dockerfile).toMatch(/^RUN npm ci\b/m);
+    expect(dockerfile).not.toMatch(/npm install/);
+    for (const copied of [...dockerfile.matchAll(/^COPY (?!package)(\S+)/gm)].map((m) => m[1]!)) {
+      expect(existsSync(join(root, copied))).toBe(true);
     }
   });
 
   it.each(services)('gives service %s a healthcheck with a command', (_name, service) => {
-    expect(service.healthcheck?.test).toBeDefined();
-    expect(service.healthcheck!.test!.length).toBeGreaterThan(1);
+    expect(Array.isArray(service.healthcheck?.test)).toBe(true);
+    expect((service.healthcheck!.test as string[]).length).toBeGreaterThan(1);
   });
 
   it.each(services)('mounts only host paths that exist into service %s', (_name, service) => {
@@ -63,44 +98,61 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it('sets only environment variables the example app reads', () => {
+  it('sets only environment variables the example apps read', () => {
     const read = new Set<string>();
     for (const file of sourcesUnder(join(root, 'example-app'))) {
-      for (const match of readFileSync(file, 'utf8').matchAll(/\b(?:process\.)?env\.([A-Z][A-Z0-9_]*)/g)) read.add(match[1]!);
+      for (const match of readFileSync(file, 'utf8').matchAll(/\benv\.([A-Z][A-Z0-9_]*)/g)) read.add(match[1]!);
     }
-    const dockerfile = readFileSync(join(root, 'example-app/Dockerfile'), 'utf8');
-    const dockerfileEnv = [...dockerfile.matchAll(/^\s*(?:ENV\s+)?([A-Z][A-Z0-9_]*)=/gm)]
-      .map((m) => m[1]!)
-      .filter((name) => name !== 'NODE_ENV');
-    const set = [...environmentNames(compose.services['example-app']!.environment), ...dockerfileEnv];
+    const set = SITES.flatMap((site) => Object.keys(environmentOf(compose.services[site]!)));
     expect(set.length).toBeGreaterThan(0);
-    expect(set.filter((name) => !read.has(name))).toEqual([]);
+    expect([...new Set(set)].filter((name) => !read.has(name))).toEqual([]);
   });
 
-  it('waits for healthy dependencies', () => {
-    expect(compose.services['example-app']!.depends_on).toEqual({ redis: { condition: 'service_healthy' } });
-    expect(compose.services.proxy!.depends_on).toEqual({ 'example-app': { condition: 'service_healthy' } });
+  it('starts the sites once Redis is healthy, and the front door once every site is', () => {
+    for (const site of SITES) expect(compose.services[site]!.depends_on).toEqual({ redis: { condition: 'service_healthy' } });
+    expect(compose.services.proxy!.depends_on).toEqual(Object.fromEntries(SITES.map((site) => [site, { condition: 'service_healthy' }])));
   });
 
-  it('points the proxy at the app service on the port the app listens on, and publishes the same port', () => {
-    const caddyfile = readFileSync(join(root, 'example-app/Caddyfile'), 'utf8');
-    const upstreams = [...caddyfile.matchAll(/reverse_proxy\s+([^\s{]+)/g)].map((m) => m[1]!);
-    expect(upstreams.length).toBeGreaterThan(0);
-    const app = compose.services['example-app']!;
-    const env = app.environment as Record<string, string>;
-    for (const upstream of upstreams) {
-      const [host, port] = upstream.replace(/^https?:\/\//, '').split(':');
-      expect(Object.keys(compose.services)).toContain(host);
-      expect(port).toBe(env.PORT);
-    }
+  it('publishes the front door on the port of the public URLs', () => {
     const [published, target] = compose.services.proxy!.ports![0]!.split(':');
-    expect(published).toBe(env.DEMO_PUBLIC_PORT);
-    expect(caddyfile).toContain(`:${target} {`);
+    expect(published).toBe(environmentOf(compose.services.shop!).DEMO_PUBLIC_PORT);
+    expect(target).toBe('8080');
     expect(compose.services.proxy!.volumes).toContain('./example-app/Caddyfile:/etc/caddy/Caddyfile:ro');
   });
+});
 
-  it('points the app at the redis service', () => {
-    const env = compose.services['example-app']!.environment as Record<string, string>;
-    expect(new URL(env.REDIS_URL!).hostname).toBe('redis');
+describe('example-app/Caddyfile', () => {
+  it('is a configuration Caddy accepts', () => {
+    expect(caddy('validate', '--config', 'example-app/Caddyfile', '--adapter', 'caddyfile')).toContain('Valid configuration');
+  });
+
+  it("routes each site's host to that site's service on the port it listens on, and nothing else", () => {
+    type Route = {
+      match?: Array<{ host?: string[] }>;
+      handle: Array<{ handler: string; routes?: Route[]; upstreams?: Array<{ dial: string }> }>;
+    };
+    const config = JSON.parse(caddy('adapt', '--config', 'example-app/Caddyfile', '--adapter', 'caddyfile')) as {
+      apps: { http: { servers: Record<string, { listen: string[]; routes: Route[] }> } };
+    };
+    const [server] = Object.values(config.apps.http.servers);
+    expect(server!.listen).toEqual([':8080']);
+    const routes: Record<string, string> = {};
+    let fallback: string | undefined;
+    const walk = (list: Route[], host?: string) => {
+      for (const route of list) {
+        const matched = route.match?.[0]?.host?.[0] ?? host;
+        for (const handler of route.handle) {
+          if (handler.routes) walk(handler.routes, matched);
+          if (handler.handler === 'reverse_proxy') routes[matched!] = handler.upstreams!.map((u) => u.dial).join(',');
+          if (handler.handler === 'static_response' && matched === undefined) fallback = handler.handler;
+        }
+      }
+    };
+    walk(server!.routes);
+    const domain = environmentOf(compose.services.shop!).DEMO_DOMAIN;
+    expect(routes).toEqual(
+      Object.fromEntries(SITES.map((site) => [`${site}.${domain}`, `${site}:${environmentOf(compose.services[site]!).PORT}`])),
+    );
+    expect(fallback).toBe('static_response');
   });
 });

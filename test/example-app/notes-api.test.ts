@@ -1,9 +1,17 @@
-import { startDemoForTest, type DemoUnderTest } from '../helpers/demo';
+import { createApi, apiTokenSettings } from '../../example-app/api/api';
+import { createAuth } from '../../example-app/auth/auth';
+import { origin } from '../../example-app/common/config';
+import { portalLogin, startInProcessSite, testDemoConfig, type InProcessSite } from '../helpers/demo-sites';
 import { expectProblem } from '../helpers/problem';
+import { testRedisStore } from '../helpers/redis';
 
-// The demo api's /notes collection against spec §4.8 (methods and results) and §7 (status codes).
+// The api site's /notes collection: the methods and results of RFC 9110 and the status codes the kit uses, for
+// API clients (Bearer) and the apps' pages (session cookie through CORS).
 describe('api /notes', () => {
-  let t: DemoUnderTest;
+  const config = testDemoConfig();
+  let redis: Awaited<ReturnType<typeof testRedisStore>>;
+  let apiSite: InProcessSite;
+  let authSite: InProcessSite;
   let aliceToken: string;
   let bobToken: string;
 
@@ -11,29 +19,33 @@ describe('api /notes', () => {
     subject: string,
     overrides: { audience?: string; expiresIn?: string | number; issuer?: string } = {},
   ): Promise<string> {
-    const { issuer, audience, signingKey } = t.demo.apiTokens;
+    const { key, issuer, audience } = apiTokenSettings(config);
     // jose is ESM-only; the dynamic import works under the suite's Jest setup.
     const { SignJWT } = await import('jose');
     return new SignJWT({ roles: [] })
-      .setProtectedHeader({ alg: 'RS256', kid: signingKey.kid, typ: 'JWT' })
+      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
       .setSubject(subject)
       .setIssuer(overrides.issuer ?? issuer)
       .setAudience(overrides.audience ?? audience)
       .setIssuedAt()
       .setExpirationTime(overrides.expiresIn ?? '10m')
-      .sign(signingKey.key);
+      .sign(new TextEncoder().encode(key));
   }
 
   beforeAll(async () => {
-    t = await startDemoForTest('sso.test');
+    redis = await testRedisStore('demo-notes');
+    apiSite = await startInProcessSite('api', createApi, redis.store, config);
+    authSite = await startInProcessSite('auth', createAuth, redis.store, config);
     aliceToken = await mint('alice');
     bobToken = await mint('bob');
   });
   afterAll(async () => {
-    await t.close();
+    await apiSite.running.close();
+    await authSite.running.close();
+    await redis.cleanup();
   });
 
-  const api = () => t.site('api');
+  const api = () => apiSite;
   const asAlice = <T extends { set(name: string, value: string): T }>(test: T) => test.set('Authorization', `Bearer ${aliceToken}`);
   async function create(title = 'first', body = 'hello') {
     const res = await asAlice(api().post('/notes')).send({ title, body });
@@ -48,7 +60,7 @@ describe('api /notes', () => {
 
     it.each([
       ['expired', { expiresIn: Math.floor(Date.now() / 1000) - 120 }],
-      ['for another audience', { audience: 'http://shop.sso.test' }],
+      ['for another audience', { audience: 'http://shop.sso.test:8080' }],
       ['from another issuer', { issuer: 'http://evil.test' }],
     ])('answers 401 for a token %s', async (_label, overrides) => {
       const res = await api()
@@ -263,7 +275,7 @@ describe('api /notes', () => {
   });
 
   describe("from the apps' pages (session cookie, CORS)", () => {
-    const shopOrigin = () => new URL(t.demo.url('shop')).origin;
+    const shopOrigin = () => origin(config, 'shop');
 
     it('answers a preflight from a sibling app with its origin and credentials allowed', async () => {
       const res = await api()
@@ -284,7 +296,7 @@ describe('api /notes', () => {
     });
 
     it('creates a note with the session cookie from the shop page', async () => {
-      const cookie = await t.login('bob', 'bob-password');
+      const cookie = await portalLogin(authSite, 'bob', 'bob-password');
       const res = await api().post('/notes').set('Cookie', cookie).set('Origin', shopOrigin()).send({ title: 'from shop', body: '' });
       expect(res.status).toBe(201);
       expect(res.headers['access-control-allow-origin']).toBe(shopOrigin());
@@ -293,7 +305,7 @@ describe('api /notes', () => {
     });
 
     it('refuses a cookie-authenticated write posted by another site (CSRF) with 403', async () => {
-      const cookie = await t.login('bob', 'bob-password');
+      const cookie = await portalLogin(authSite, 'bob', 'bob-password');
       const res = await api()
         .post('/notes')
         .set('Cookie', cookie)

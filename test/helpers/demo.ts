@@ -1,60 +1,151 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { resolve } from 'node:path';
 import request from 'supertest';
-import { startDemo, type DemoSite, type RunningDemo } from '../../example-app/demo-server';
+import type { SiteName } from '../../example-app/common/config';
 import { setCookieValue } from './cookies';
-import { testRedisStore } from './redis';
+import { startPrivateRedis, type PrivateRedis } from './redis';
 
-/** The demo on a free port over the machine's Redis under a fresh prefix, with helpers to talk to its sites. */
-export interface DemoUnderTest {
-  demo: RunningDemo;
-  /** A supertest agent-less request to a site: the right Host header on the demo's loopback port. */
-  site(site: DemoSite): {
+/** The demo secret the tests give `npm run demo`, so they can mint the api's tokens. */
+export const DEMO_TEST_SECRET = 'demo-processes-test-secret-0123456789abcdef';
+
+/** Options of {@link startDemoProcesses}. */
+export interface DemoProcessOptions {
+  /** Parent domain. Default `sso.localhost` (a loopback name, so QR login is on over http). */
+  domain?: string;
+  /** More environment for the launcher (DEMO_TLS_CERT, DEMO_REDIS, …). */
+  env?: Record<string, string>;
+  /** Give the launcher this Redis instead of a private one started for the test; `false`: none (DEMO_REDIS decides). */
+  redisUrl?: string | false;
+  /** The front door speaks https (DEMO_TLS_*). */
+  https?: boolean;
+}
+
+/** `npm run demo`, started as a user starts it (every site its own process), on a free port. */
+export interface DemoProcesses {
+  /** The launcher process. */
+  launcher: ChildProcess;
+  port: number;
+  domain: string;
+  /** Each site's process id, as the launcher reported it. */
+  pids: Partial<Record<SiteName, number>>;
+  /** `http://<site>.<domain>:<port><path>` */
+  url(site: SiteName, path?: string): string;
+  /** Requests to a site through the front door (the right Host header on the loopback port). */
+  site(site: SiteName): {
     get(path: string): request.Test;
     post(path: string): request.Test;
-    put(path: string): request.Test;
-    patch(path: string): request.Test;
-    delete(path: string): request.Test;
     options(path: string): request.Test;
     head(path: string): request.Test;
   };
   /** Logs in at the portal as a browser would; resolves to the `sso.sid=…` cookie pair. */
   login(username: string, password: string): Promise<string>;
+  /** Everything the launcher printed so far. */
+  output(): string;
+  /** Ctrl-C, as a user stops it; resolves once the launcher has exited. */
   close(): Promise<void>;
 }
 
-export async function startDemoForTest(domain = 'sso.test'): Promise<DemoUnderTest> {
-  const redis = await testRedisStore('demo');
-  const demo = await startDemo({ port: 0, domain, store: redis.store, log: () => undefined });
-  const base = `http://127.0.0.1:${demo.port}`;
-  const site = (name: DemoSite) => {
-    const host = new URL(demo.url(name)).host;
-    const agent = request(base);
-    const wrap = (test: request.Test) => test.set('Host', host);
+/**
+ * Starts the demo exactly as `npm run demo` does (tsx on example-app/demo.ts), with PORT=0, the given domain and a
+ * private Redis, and waits for its banner.
+ *
+ * @example
+ * const demo = await startDemoProcesses();
+ * await demo.site('shop').get('/me').set('Cookie', await demo.login('alice', 'alice-password'));
+ */
+export async function startDemoProcesses(options: DemoProcessOptions = {}): Promise<DemoProcesses> {
+  const domain = options.domain ?? 'sso.localhost';
+  const redis: PrivateRedis | undefined = options.redisUrl === undefined ? await startPrivateRedis() : undefined;
+  const redisUrl = options.redisUrl === undefined ? redis!.url : options.redisUrl || '';
+  const launcher = spawn(process.execPath, [require.resolve('tsx/cli'), 'example-app/demo.ts'], {
+    cwd: resolve(__dirname, '../..'),
+    env: {
+      ...process.env,
+      NODE_OPTIONS: '',
+      PORT: '0',
+      DEMO_DOMAIN: domain,
+      DEMO_SECRET: DEMO_TEST_SECRET,
+      REDIS_URL: redisUrl,
+      ...options.env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const pids: Partial<Record<SiteName, number>> = {};
+  const port = await new Promise<number>((ready, fail) => {
+    const timer = setTimeout(() => fail(new Error(`the demo did not start within 90 s:\n${output}`)), 90_000);
+    const read = (chunk: Buffer) => {
+      output += chunk.toString();
+      for (const match of output.matchAll(/\[demo \] (\w+) runs as process (\d+)/g)) pids[match[1] as SiteName] = Number(match[2]);
+      const banner = /demo ready on [^:]+:(\d+)/.exec(output);
+      if (banner) {
+        clearTimeout(timer);
+        ready(Number(banner[1]));
+      }
+    };
+    launcher.stdout!.on('data', read);
+    launcher.stderr!.on('data', read);
+    launcher.once('exit', (code) => {
+      clearTimeout(timer);
+      fail(new Error(`the demo exited with ${code}:\n${output}`));
+    });
+  });
+  const scheme = options.https ? 'https' : 'http';
+  const url = (site: SiteName, path = '/') => `${scheme}://${site}.${domain}:${port}${path}`;
+  const site = (name: SiteName) => {
+    const agent = request(`${scheme}://127.0.0.1:${port}`);
+    const host = `${name}.${domain}:${port}`;
+    const tls = <T extends request.Test>(test: T): T => (options.https ? (test.trustLocalhost(true).disableTLSCerts() as T) : test);
     return {
-      get: (path: string) => wrap(agent.get(path)),
-      post: (path: string) => wrap(agent.post(path)),
-      put: (path: string) => wrap(agent.put(path)),
-      patch: (path: string) => wrap(agent.patch(path)),
-      delete: (path: string) => wrap(agent.delete(path)),
-      options: (path: string) => wrap(agent.options(path)),
-      head: (path: string) => wrap(agent.head(path)),
+      get: (path: string) => tls(agent.get(path).set('Host', host)),
+      post: (path: string) => tls(agent.post(path).set('Host', host)),
+      options: (path: string) => tls(agent.options(path).set('Host', host)),
+      head: (path: string) => tls(agent.head(path).set('Host', host)),
     };
   };
+  const cookieName = options.https ? '__Secure-sso.sid' : 'sso.sid';
   return {
-    demo,
+    launcher,
+    port,
+    domain,
+    pids,
+    url,
     site,
-    async login(username: string, password: string) {
+    async login(username, password) {
       const res = await site('auth')
         .post('/login')
-        .set('Origin', new URL(demo.url('auth')).origin)
+        .set('Origin', new URL(url('auth')).origin)
         .type('form')
-        .send({ username, password, return_to: demo.url('shop') });
-      const cookie = setCookieValue(res, 'sso.sid');
+        .send({ username, password, return_to: url('shop') });
+      const cookie = setCookieValue(res, cookieName);
       if (res.status !== 302 || !cookie) throw new Error(`login as ${username} failed with ${res.status}`);
       return cookie;
     },
+    output: () => output,
     async close() {
-      await demo.close();
-      await redis.cleanup();
+      if (launcher.exitCode === null && launcher.signalCode === null) {
+        await new Promise<void>((done) => {
+          launcher.removeAllListeners('exit');
+          launcher.once('exit', () => done());
+          launcher.kill('SIGINT');
+        });
+      }
+      await redis?.stop();
     },
   };
+}
+
+/**
+ * True while a process with this id exists.
+ *
+ * @example
+ * expect(isRunning(demo.pids.shop!)).toBe(false);
+ */
+export function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }

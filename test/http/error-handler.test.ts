@@ -10,6 +10,7 @@ import {
   MethodNotAllowedError,
   methodNotAllowed,
   NotAcceptableError,
+  NotFoundError,
   notFound,
   requireRepresentation,
   ServiceUnavailableError,
@@ -107,6 +108,27 @@ describe('errorHandler renders RFC 9457 problem+json', () => {
     const api = await request(app).get('/boom').set('Accept', 'application/json');
     expectProblem(api, 403);
   });
+
+  it("renders the HTML page in the kit's page shell, with the app's stylesheet when given one", async () => {
+    const styled = appThrowing(new NotFoundError(), { log: false, html: true, stylesheetUrl: '/portal-assets/portal.css' });
+    const page = await request(styled).get('/boom').set('Accept', 'text/html');
+    expect(page.status).toBe(404);
+    expect(page.text).toContain('<meta name="viewport" content="width=device-width, initial-scale=1">');
+    expect(page.text).toContain('<link rel="stylesheet" href="/portal-assets/portal.css">');
+    expect(page.text).toContain('<main class="card"><p class="eyebrow">Error 404</p><h1>Not Found</h1>');
+    expect(page.text).not.toMatch(/<style|\sstyle=|<script/i);
+    const plain = await request(appThrowing(new NotFoundError(), { log: false, html: true }))
+      .get('/boom')
+      .set('Accept', 'text/html');
+    expect(plain.text).not.toContain('<link rel="stylesheet"');
+  });
+
+  it.each(['https://cdn.example.test/kit.css', '//cdn.example.test/kit.css', 'javascript:alert(1)', 'kit.css'])(
+    "refuses a stylesheetUrl off the app's origin: %s",
+    (stylesheetUrl) => {
+      expect(() => errorHandler({ html: true, stylesheetUrl })).toThrow(/errorHandler: stylesheetUrl must be a path on the app's origin/);
+    },
+  );
 
   it("lets Express's own handler use status and headers when ours is not mounted", async () => {
     const app = express();

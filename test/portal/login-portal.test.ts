@@ -356,11 +356,11 @@ describe('loginPortal', () => {
       const other = setCookieValue(await login(fresh, 'bob', 'bob-password', '', 'Laptop Browser'), '__Secure-sso.sid')!;
       const page = await fromPortal(request(fresh).get('/sessions'), 'Phone Browser').set('Cookie', mine);
       expect(page.status).toBe(200);
-      expect(page.text).toContain('Phone Browser <strong class="badge">This browser</strong>');
+      expect(page.text).toContain('<span class="device">Phone Browser</span> <strong class="badge">This browser</strong>');
       expect(page.text).toContain('Laptop Browser');
       const handles = [...page.text.matchAll(/name="session" value="([^"]+)"/g)].map((m) => m[1]!);
       expect(handles.length).toBeGreaterThanOrEqual(2);
-      const laptopRow = page.text.split('<tr').find((row) => row.includes('Laptop Browser'))!;
+      const laptopRow = page.text.split('<li').find((row) => row.includes('Laptop Browser'))!;
       const laptopHandle = /name="session" value="([^"]+)"/.exec(laptopRow)![1]!;
 
       const revoke = await fromPortal(request(fresh).post('/sessions/revocations'), 'Phone Browser')

@@ -56,4 +56,32 @@ describe('renderSessionsPage', () => {
     expect(html).toContain('&#60;b&#62;evil');
     expect(html.match(/<h1>/g)).toHaveLength(1);
   });
+
+  it('names each device and its last activity the way people say them, with the exact time kept for machines', () => {
+    const now = Date.UTC(2031, 0, 1, 12);
+    const html = renderSessionsPage({
+      title: 'Your sessions',
+      assetsPath: '/portal-assets',
+      userName: 'Alice',
+      revokeAction: '/sessions/revocations',
+      logoutAction: '/logout',
+      now,
+      sessions: [
+        {
+          handle: 'h1',
+          userAgent: 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36',
+          ip: '198.51.100.7',
+          lastSeenAt: now - 20_000,
+          createdAt: now - 60_000,
+          method: 'qr',
+          current: true,
+        },
+      ],
+    });
+    expect(html).toContain('<span class="device">Chrome on Linux</span>');
+    expect(html).not.toContain('Mozilla/5.0');
+    expect(html).toContain(`active <time datetime="${new Date(now - 20_000).toISOString()}">just now</time>`);
+    expect(html).toContain('signed in with a QR code');
+    expect(html).toContain('<link rel="stylesheet" href="/portal-assets/portal.css">');
+  });
 });

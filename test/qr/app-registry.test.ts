@@ -42,6 +42,16 @@ describe('buildAppRegistry', () => {
     expect(() => buildAppRegistry([{ ...app, redirectUris: ['http://evillocalhost/cb'] }])).toThrow(/https/);
   });
 
+  it("keeps the app's own sign-in page, which must be an absolute https URL like the redirect URIs", () => {
+    expect(buildAppRegistry([{ ...app, loginPageUrl: 'https://auth.example.test/login' }]).get('shop')!.loginPageUrl).toBe(
+      'https://auth.example.test/login',
+    );
+    expect(buildAppRegistry([app]).get('shop')!.loginPageUrl).toBeUndefined();
+    expect(() => buildAppRegistry([{ ...app, loginPageUrl: '/login' }])).toThrow(/loginPageUrl "\/login" is not an absolute URL/);
+    expect(() => buildAppRegistry([{ ...app, loginPageUrl: 'http://auth.example.test/login' }])).toThrow(/loginPageUrl .* must use https/);
+    expect(() => buildAppRegistry([{ ...app, loginPageUrl: 'javascript:alert(1)' }])).toThrow(/loginPageUrl/);
+  });
+
   it('refuses a duplicate appid, an empty list and a missing name', () => {
     expect(() => buildAppRegistry([app, app])).toThrow(/registered twice/);
     expect(() => buildAppRegistry([])).toThrow(/non-empty array/);

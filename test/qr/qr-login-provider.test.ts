@@ -533,7 +533,7 @@ describe('the web confirmation page (demo phone)', () => {
       .set('Authorization', `Bearer ${await phoneToken('alice')}`);
     expect(read.body).toMatchObject({ status: 'confirmed', scanned_at: expect.any(String) });
     const after = await request(idp.url).get(path).set('Cookie', cookie);
-    expect(after.text).toContain('This sign-in request is confirmed.');
+    expect(after.text).toContain('You confirmed this sign-in.');
   });
 
   it('does not let a second user confirm from the page a request someone else scanned', async () => {

@@ -6,6 +6,8 @@ import type { Page } from 'playwright-core';
 import { launchChromium } from '../helpers/browser';
 import { patchStatus, qrconnectQuery, SHOP_REDIRECT, startProvider, type ProviderHarness } from '../helpers/qr-harness';
 import { testRedisStore } from '../helpers/redis';
+import request from 'supertest';
+import { generateAppSecret, hashAppSecret } from '../../lib/qr/app-registry';
 
 /** Reads the QR code as a phone camera would, from a screenshot of the code's element only (fast to decode). */
 async function scanQr(page: Page): Promise<string> {
@@ -24,11 +26,98 @@ describe('page rendering', () => {
       requesterUserAgent: '<script>alert(1)</script>',
       createdAt: 0,
       actionUrl: '/sns/qr-logins/x/confirmation',
+      stylesheetUrl: '/sns/qr-login/qr-login.css',
       isScanner: false,
     });
     expect(html).not.toContain('<script>alert(1)</script>');
     expect(html).toContain(escapeHtml('<script>alert(1)</script>'));
-    expect(renderMessagePage('t', '"><img src=x>')).not.toContain('"><img');
+    expect(renderMessagePage({ title: 't', message: '"><img src=x>', stylesheetUrl: '/s.css' })).not.toContain('"><img');
+  });
+
+  const request = {
+    appName: 'Shop',
+    requesterIp: '198.51.100.7',
+    requesterUserAgent: 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36',
+    createdAt: Date.UTC(2031, 0, 1, 12),
+    now: Date.UTC(2031, 0, 1, 12) + 10_000,
+    actionUrl: '/sns/qr-logins/x/confirmation',
+    stylesheetUrl: '/sns/qr-login/qr-login.css',
+    userName: 'Alice Example',
+  };
+
+  it('names the requesting device in words, its IP, how long ago it asked and the account, never the raw user agent', () => {
+    const html = renderConfirmationPage({ ...request, status: 'pending', isScanner: false });
+    expect(html).toContain('<dd id="qr-ua">Chrome on Linux</dd>');
+    expect(html).not.toContain('Mozilla/5.0');
+    expect(html).toContain('<dd id="qr-ip">198.51.100.7</dd>');
+    expect(html).toContain(`<time datetime="${new Date(request.createdAt).toISOString()}">just now</time>`);
+    expect(html).toContain('<dd id="qr-account">Alice Example</dd>');
+    expect(html).toContain('<h1>Sign in to Shop on another device?</h1>');
+    expect(html).toContain('<link rel="stylesheet" href="/sns/qr-login/qr-login.css">');
+    expect(html).not.toMatch(/<script|<style|\sstyle=|\son[a-z]+=/i);
+  });
+
+  it('offers Deny in the same place and form as Confirm, warning against codes someone else sent', () => {
+    const html = renderConfirmationPage({ ...request, status: 'pending', isScanner: false });
+    expect(html).toMatch(/<div class="decision">.*id="qr-denied" class="deny">Deny<.*id="qr-confirmed" class="confirm">Confirm</);
+    expect(html).toContain('If someone sent you this code or asked you to scan it, deny');
+  });
+
+  it.each([
+    ['confirmed', 'You confirmed this sign-in.'],
+    ['denied', 'You denied this sign-in. Nobody was signed in.'],
+    ['expired', 'This sign-in request has expired.'],
+  ] as const)('says plainly what happened once the request is %s, without buttons', (status, words) => {
+    const html = renderConfirmationPage({ ...request, status, isScanner: true });
+    expect(html).toContain(words);
+    expect(html).not.toContain('<button');
+  });
+});
+
+describe('the QR pages as the provider serves them', () => {
+  let redis: Awaited<ReturnType<typeof testRedisStore>>;
+  let idp: ProviderHarness;
+  const LOGIN_PAGE = 'https://auth.example.test/login?from=qr';
+
+  beforeAll(async () => {
+    redis = await testRedisStore('qr-pages-served');
+    idp = await startProvider(redis.store, {
+      rateLimits: false,
+      apps: [
+        {
+          appid: 'shop',
+          secretHash: hashAppSecret(generateAppSecret()),
+          name: 'Shop',
+          redirectUris: [SHOP_REDIRECT],
+          loginPageUrl: LOGIN_PAGE,
+        },
+      ],
+    });
+  });
+
+  afterAll(async () => {
+    await idp.close();
+    await redis.cleanup();
+  });
+
+  it("links the app's own sign-in page as another way to sign in, and styles the page with the kit's stylesheet", async () => {
+    const page = await request(idp.url)
+      .get('/sns/oauth2/qrconnect')
+      .query(qrconnectQuery({ format: 'html' }))
+      .set('Accept', 'text/html');
+    expect(page.status).toBe(200);
+    expect(page.text).toContain(`<a id="qr-other-ways" href="${LOGIN_PAGE}">Use another way to sign in</a>`);
+    expect(page.text).toContain('<link rel="stylesheet" href="/sns/qr-login/qr-login.css">');
+    const css = await request(idp.url).get('/sns/qr-login/qr-login.css');
+    expect(css.status).toBe(200);
+    expect(css.headers['content-type']).toMatch(/^text\/css/);
+    expect(css.text).toContain('.decision');
+  });
+
+  it("styles the page of a request that cannot finish with the kit's stylesheet too", async () => {
+    const page = await request(idp.url).get('/sns/qr-logins/no-such-request/redirection').set('Accept', 'text/html');
+    expect(page.status).toBe(404);
+    expect(page.text).toContain('<link rel="stylesheet" href="/sns/qr-login/qr-login.css">');
   });
 });
 

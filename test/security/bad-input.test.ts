@@ -1,4 +1,8 @@
-import { fuzzHttp, type FuzzFailure, type FuzzIdentity, type FuzzReport } from '../helpers/fuzz';
+import { apiTokenSettings } from '../../example-app/api/api';
+import type { SiteName } from '../../example-app/common/config';
+import { portalLogin, startInProcessDemo, type InProcessDemo } from '../helpers/demo-sites';
+import { mountedRoutes } from '../helpers/example-routes';
+import { fuzzHttp, type FuzzFailure, type FuzzIdentity, type FuzzReport, type FuzzRoute } from '../helpers/fuzz';
 import { TestUserAgent } from '../helpers/http-user-agent';
 import { startKitApp, type KitApp } from '../helpers/kit-app';
 import { captureLogs } from '../helpers/log-capture';
@@ -116,4 +120,80 @@ describe('bad input answers 4xx, never 5xx, on every route of the kit', () => {
     }
     expectNoServerErrors(report, kit.qrIdp.routes.length);
   }, 30_000);
+});
+
+/**
+ * The same for every route the example apps mount (read from their routers, so a new route is fuzzed without being
+ * listed here) and the demo identity provider's OpenID endpoints (from its discovery document), each site wired as
+ * `npm run demo` runs it, in this process over the test Redis.
+ */
+describe('bad input answers 4xx, never 5xx, on every route of the example apps', () => {
+  let redis: Awaited<ReturnType<typeof testRedisStore>>;
+  let demo: InProcessDemo;
+  let identities: FuzzIdentity[];
+
+  beforeAll(async () => {
+    redis = await testRedisStore('bad-input-demo');
+    demo = await startInProcessDemo(redis.store);
+    const { key, issuer, audience } = apiTokenSettings(demo.config);
+    const { SignJWT } = await import('jose');
+    const token = await new SignJWT({})
+      .setProtectedHeader({ alg: 'HS256' })
+      .setSubject('alice')
+      .setIssuer(issuer)
+      .setAudience(audience)
+      .setIssuedAt()
+      .setExpirationTime('10m')
+      .sign(new TextEncoder().encode(key));
+    identities = [
+      { label: 'anonymous', headers: {} },
+      { label: 'logged in', headers: { Cookie: await portalLogin(demo.sites.auth, 'alice', 'alice-password') } },
+      { label: 'bearer', headers: { Authorization: `Bearer ${token}` } },
+    ];
+  });
+
+  afterAll(async () => {
+    await demo?.close();
+    await redis?.cleanup();
+  });
+
+  async function routesOf(site: SiteName): Promise<FuzzRoute[]> {
+    const sites = demo.sites;
+    const routes: FuzzRoute[] = [{ method: 'GET', path: '/healthz' }, ...mountedRoutes(sites[site].running.app)];
+    if (site === 'idp') {
+      // oidc-provider's own endpoints, as its discovery document names them.
+      const discovery = (await sites.idp.get('/.well-known/openid-configuration')).body as Record<string, unknown>;
+      const paths = Object.entries(discovery)
+        .filter(([name, value]) => (name.endsWith('_endpoint') || name === 'jwks_uri') && typeof value === 'string')
+        .map(([, value]) => new URL(value as string).pathname);
+      routes.push(
+        { method: 'GET', path: '/.well-known/openid-configuration' },
+        { method: 'GET', path: '/auth/:uid' },
+        ...paths.map((path) => ({ method: ['GET', 'POST'], path })),
+      );
+    }
+    return routes;
+  }
+
+  it.each(['auth', 'shop', 'admin', 'api', 'idp'] as const)(
+    'on the %s site',
+    async (site) => {
+      const routes = await routesOf(site);
+      expect(routes.length).toBeGreaterThan(site === 'auth' || site === 'idp' ? 10 : 2);
+      const logs = captureLogs({ debug: false });
+      let report: FuzzReport;
+      try {
+        report = await fuzzHttp(
+          { port: demo.sites[site].running.port, host: demo.sites[site].host, routes, identities },
+          { seed: 20261123, randomCases: 150, deadlineMs: 7_000 },
+        );
+      } finally {
+        logs.stop();
+      }
+      expect(report.failures.map((failure) => `${failure.status} ${failure.request}`)).toEqual([]);
+      expect(Object.keys(report.perRoute)).toHaveLength(routes.length + 1);
+      for (const count of Object.values(report.perRoute)) expect(count).toBeGreaterThanOrEqual(10);
+    },
+    30_000,
+  );
 });

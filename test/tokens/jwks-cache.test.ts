@@ -181,6 +181,19 @@ describe('JwksCache', () => {
     expect(server.hits).toBe(2);
   });
 
+  it('accepts plain http on any host only for local development, and never in production', () => {
+    const uri = 'http://idp.sso.localhost:8080/jwks';
+    expect(() => new JwksCache({ uri })).toThrow(/https:/);
+    expect(() => new JwksCache({ uri, allowInsecureLocalDevelopment: true })).not.toThrow();
+    const environment = process.env.NODE_ENV;
+    process.env.NODE_ENV = 'production';
+    try {
+      expect(() => new JwksCache({ uri, allowInsecureLocalDevelopment: true })).toThrow(/refused when NODE_ENV=production/);
+    } finally {
+      process.env.NODE_ENV = environment;
+    }
+  });
+
   it.each([
     [{ uri: 'http://auth.example.test/jwks' }, /https:/],
     [{ uri: 'not a url' }, /absolute URL/],

@@ -9,8 +9,7 @@ import {
   UnauthorizedError,
   UnprocessableEntityError,
   type FieldError,
-} from '../lib/http';
-import { identityId } from '../lib/session/identity';
+} from 'express-sso-kit';
 
 /** A note as the API returns it. */
 export interface Note {
@@ -100,19 +99,19 @@ export class NoteRepository {
 
 /** Options of {@link notesApi}. */
 export interface NotesApiOptions {
-  /** Runs first on every route; must set `req.user` or `req.auth`, or fail with 401. */
+  /** Runs first on every route, e.g. `requireAuth({ bearer, session })`; sets `req.user` or `req.auth`, or fails with 401. */
   authenticate: RequestHandler;
   repository?: NoteRepository;
 }
 
 // Notes belong to an identity, never to a bare subject: a signed-in user by its id (`<source>|<subject>`), a
-// Bearer token by (its issuer, its sub).
+// Bearer token by (its issuer, its sub), written the same way.
 function ownerOf(req: Request): string {
-  if (req.user) return req.user.id;
-  const claims = req.auth?.claims;
+  const claims = req.auth?.payload;
   if (claims && typeof claims.iss === 'string' && typeof claims.sub === 'string' && claims.sub !== '') {
-    return identityId({ source: `token:${claims.iss}`, subject: claims.sub });
+    return `token:${claims.iss}|${claims.sub}`;
   }
+  if (req.user) return req.user.id;
   throw new UnauthorizedError({ detail: 'Sign in or send a Bearer token.' });
 }
 
@@ -125,7 +124,8 @@ function pick(input: Record<string, unknown>): Partial<Pick<Note, 'title' | 'bod
 
 const JSON_TYPES = ['application/json', 'application/merge-patch+json'];
 
-// A plain OPTIONS (a CORS preflight never gets here: corsPreflight answers it first) describes the methods (§4.8).
+// A plain OPTIONS (a CORS preflight never gets here: corsPreflight answers it first) describes the methods
+// (RFC 9110, section 9.3.7).
 function allowOnly(allow: string) {
   return function describeMethods(_req: Request, res: Response) {
     res.setHeader('Allow', allow);
@@ -134,17 +134,17 @@ function allowOnly(allow: string) {
 }
 
 /**
- * The demo's REST collection `/notes`, following spec §4.8 and §7: GET list/item (200, 404, 410 once deleted),
+ * The demo's REST collection `/notes`, with the methods and status codes of RFC 9110: GET list/item (200, 404, 410 once deleted),
  * POST 201 with Location, PUT create-or-replace (201 or 200, complete resource), PATCH 200 with the complete
  * resource, DELETE 204, 405 with Allow, 406 for an unavailable representation, 415 for a non-JSON body,
  * 400 for malformed JSON, 422 with field errors.
  *
  * @example
- * app.use(notesApi({ authenticate: requireSession() }));
+ * app.use(notesApi({ authenticate: requireAuth({ bearer: requireBearer({ … }), session: requireSession() }) }));
  */
 export function notesApi(options: NotesApiOptions): Router {
   if (typeof options?.authenticate !== 'function') {
-    throw new TypeError('notesApi: authenticate must be a middleware such as requireSession() or requireBearer(…)');
+    throw new TypeError('notesApi: authenticate must be a middleware such as requireAuth({ bearer, session })');
   }
   const repository = options.repository ?? new NoteRepository();
   const router = Router();

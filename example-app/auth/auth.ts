@@ -1,0 +1,106 @@
+/**
+ * The auth site: the central login page of the domain. Users sign in here once, with a password, through the
+ * corporate identity provider (OpenID Connect), or by scanning a QR code with a phone that is already signed in
+ * (this site is also the QR provider); every other site of the domain then sees the login in the shared session.
+ */
+import express, { type Express, type Request, type Response } from 'express';
+import {
+  errorHandler,
+  hashAppSecret,
+  KeySet,
+  loginPortal,
+  notFound,
+  oidc,
+  qrLogin,
+  qrLoginProvider,
+  qrTokenIssuer,
+  securityHeaders,
+  ssoSession,
+  TokenService,
+  type KeyValueStore,
+  type LoginPortalOptions,
+} from 'express-sso-kit';
+import { demoDirectory } from '../common/accounts';
+import { origin, portalOidcClient, secretFor, sessionOptions, type DemoConfig } from '../common/config';
+import { runSite } from '../common/run-site';
+
+/**
+ * QR login on this site, both sides: the provider (the QR page, the phone's confirmation page, the token API)
+ * and the relying app that starts a login and finishes it at `/callback/qr`. Returns the portal's link to it.
+ */
+function mountQrLogin(app: Express, config: DemoConfig, store: KeyValueStore): LoginPortalOptions['qrLogin'] {
+  const auth = origin(config, 'auth');
+  const secret = secretFor(config, 'qr-app');
+  const redirectUri = `${auth}/callback/qr`;
+  // The phone app's tokens; QR access tokens live 7200 s (WeChat's expires_in), so revocations must too.
+  const tokens = new TokenService({ keys: KeySet.generate('ES256'), issuer: auth, store, accessTokenLifetimeSeconds: 7200 });
+  app.use(
+    qrLoginProvider({
+      store,
+      apps: [
+        {
+          appid: 'sso-portal',
+          secretHash: hashAppSecret(secret),
+          name: 'SSO Demo Portal',
+          redirectUris: [redirectUri],
+          loginPageUrl: `${auth}/login`,
+        },
+      ],
+      users: demoDirectory(),
+      tokens: qrTokenIssuer(tokens),
+      publicUrl: auth,
+      // A phone without a session signs in at the portal first and comes back to the confirmation page.
+      loginUrl: '/login',
+      openidSecret: secretFor(config, 'qr-openid'),
+    }),
+  );
+  const client = qrLogin({ providerUrl: auth, appid: 'sso-portal', secret, redirectUri });
+  app.get('/login/qr', client.login);
+  app.get('/callback/qr', client.callback);
+  return { href: '/login/qr', label: 'Scan a QR code' };
+}
+
+/**
+ * The auth site's app.
+ *
+ * @example
+ * const auth = createAuth(readDemoConfig(process.env), new RedisStore(process.env.REDIS_URL!));
+ */
+export function createAuth(config: DemoConfig, store: KeyValueStore): Express {
+  const app = express();
+  app.set('trust proxy', 'loopback, uniquelocal'); // the front door
+  app.use(securityHeaders());
+  app.use(ssoSession(sessionOptions(config, store)));
+  // Sign in with the corporate IdP: GET /login/demo-idp, GET /callback/demo-idp, back-channel logout.
+  app.use(
+    oidc({
+      name: 'demo-idp',
+      issuer: origin(config, 'idp'),
+      ...portalOidcClient(config),
+      baseUrl: origin(config, 'auth'),
+      scopes: ['openid', 'profile'],
+      postLogoutRedirectUri: `${origin(config, 'auth')}/login`,
+      store,
+      ...(config.secure ? {} : { allowInsecureLocalDevelopment: true }),
+    }),
+  );
+  // QR login's URLs must be https, or http on a loopback name (the default sso.localhost); elsewhere it stays off.
+  const qr = config.qrLogin ? mountQrLogin(app, config, store) : undefined;
+  app.use(
+    loginPortal({
+      users: demoDirectory(),
+      store,
+      throttle: { deviceTokenSecret: secretFor(config, 'device-tokens') },
+      ...(qr ? { qrLogin: qr } : {}),
+      providers: [{ href: '/login/demo-idp', label: 'Sign in with the Demo IdP' }],
+    }),
+  );
+  app.get('/', function portalHome(req: Request, res: Response) {
+    res.redirect(303, req.user ? '/sessions' : '/login');
+  });
+  app.use(notFound());
+  app.use(errorHandler({ html: true, homeUrl: '/login', stylesheetUrl: '/portal-assets/portal.css' }));
+  return app;
+}
+
+if (require.main === module) runSite('auth', createAuth);
