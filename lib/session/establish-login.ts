@@ -7,6 +7,7 @@ import { runtimeOf } from './sso-runtime';
 import { ForbiddenError } from '../http/errors';
 import { identityId, sourceProblem, type Identity } from './identity';
 import type { LinkedAccount, LoginUser, SessionUser } from './types';
+import { loginAuthentication } from './authentication';
 
 /** Options of {@link establishLogin}. */
 export interface EstablishLoginOptions {
@@ -40,6 +41,16 @@ function checkUser(user: LoginUser): void {
   if (!Array.isArray(user.roles) || !user.roles.every((role) => typeof role === 'string')) fail('user.roles must be an array of strings');
   if (typeof user.method !== 'string' || user.method === '') fail('user.method must name how the user authenticated, e.g. "password"');
   if (user.authenticatedAt !== undefined && !Number.isFinite(user.authenticatedAt)) fail('user.authenticatedAt must be epoch milliseconds');
+  const auth = user.authentication;
+  if (auth !== undefined) {
+    if (auth === null || typeof auth !== 'object') fail('user.authentication must be an object { amr?, acr?, authTime? }');
+    if (auth.amr !== undefined && !(Array.isArray(auth.amr) && auth.amr.every((entry) => typeof entry === 'string' && entry !== ''))) {
+      fail('user.authentication.amr must be an array of method references such as "pwd" or "otp"');
+    }
+    if (auth.acr !== undefined && (typeof auth.acr !== 'string' || auth.acr === ''))
+      fail('user.authentication.acr must be a non-empty string');
+    if (auth.authTime !== undefined && !Number.isFinite(auth.authTime)) fail('user.authentication.authTime must be epoch seconds');
+  }
 }
 
 /** The session user a login becomes: itself, or the local account `linkAccount` mapped it onto. */
@@ -55,6 +66,7 @@ function toSessionUser(user: LoginUser, linked: LinkedAccount | undefined, now: 
     roles: [...roles],
     method: user.method,
     authenticatedAt: user.authenticatedAt ?? now,
+    authentication: loginAuthentication(user.method, user.authentication, Math.floor((user.authenticatedAt ?? now) / 1000)),
     ...(attributes && Object.keys(attributes).length > 0 ? { attributes: { ...attributes } } : {}),
     ...(linked ? { linkedFrom: { source: user.source, subject: user.subject } } : {}),
   };

@@ -8,3 +8,4 @@ export { csrfGuard, checkRequestOrigin, type CsrfGuardOptions, type OriginFacts,
 export { validateCookieDomain } from './cookie-domain';
 export { judgeSession, storeTtlMillis, type SessionLimits, type SessionVerdict } from './session-lifetime';
 export type { SessionSummary, SessionManager, RedirectPolicy, SessionCookieSettings, SsoRequestContext } from './types';
+export { authenticationOf, type Authentication, type AuthenticationFactor, type LoginAuthentication } from './authentication';

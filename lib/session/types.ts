@@ -1,5 +1,6 @@
 import type { Request } from 'express';
 import type { Identity } from './identity';
+import type { Authentication, LoginAuthentication } from './authentication';
 
 /** How a user proved who they are. `password`, `qr` and `oidc` are the kit's own; apps may add their own. */
 export type AuthenticationMethod = 'password' | 'qr' | 'oidc' | 'basic' | (string & {});
@@ -21,6 +22,8 @@ export interface SessionUser extends Identity {
   method: AuthenticationMethod;
   /** When they authenticated, in epoch milliseconds. */
   authenticatedAt: number;
+  /** How strongly: methods (`amr`), level (`acr`) and time of each factor. Read it with `authenticationOf(user)`. */
+  authentication?: Authentication;
   /** Provider-specific identity details (e.g. the OIDC issuer and `sid`), never secrets. */
   attributes?: UserAttributes;
   /** Set when `linkAccount` logged this identity in as a local account: the identity that authenticated. */
@@ -36,6 +39,8 @@ export interface LoginUser extends Identity {
   roles: string[];
   method: AuthenticationMethod;
   authenticatedAt?: number;
+  /** The methods, level and time of this authentication; derived from `method` when absent. */
+  authentication?: LoginAuthentication;
   attributes?: UserAttributes;
 }
 

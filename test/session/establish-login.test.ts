@@ -68,6 +68,8 @@ describe('establishLogin', () => {
       roles: ['r'],
       method: 'oidc',
       authenticatedAt: expect.any(Number),
+      // Without the provider's amr, an external login counts as one factor of kind "ext".
+      authentication: { acr: '1fa', amr: ['ext'], authTime: expect.any(Number), factors: [{ method: 'ext', at: expect.any(Number) }] },
       attributes: { issuer: 'https://idp.test' },
     });
   });
@@ -254,6 +256,7 @@ describe('establishLogin with ssoSession({ linkAccount })', () => {
       roles: ['customer'],
       method: 'password',
       authenticatedAt: expect.any(Number),
+      authentication: { acr: '1fa', amr: ['pwd'], authTime: expect.any(Number), factors: [{ method: 'pwd', at: expect.any(Number) }] },
       linkedFrom: { source: PARTNER, subject: 'dave' },
     });
     expect(seen).toEqual([expect.objectContaining({ source: PARTNER, subject: 'dave', name: 'Dave', roles: ['partner-admin'] })]);
