@@ -121,19 +121,24 @@ export interface PrivateRedis {
   sleep(seconds: number): Promise<void>;
 }
 
-/** Resolves once a Redis on this port answers PING (a raw socket, so no client library timers linger). */
-function pingOnce(port: number): Promise<boolean> {
+/** Whether a Redis on this port answers PING within `millis` (a raw socket, so no client library timers linger). */
+function answersWithin(port: number, millis: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = connect({ port, host: '127.0.0.1' });
     const finish = (ok: boolean) => {
       socket.destroy();
       resolve(ok);
     };
-    socket.setTimeout(500, () => finish(false));
+    socket.setTimeout(millis, () => finish(false));
     socket.once('error', () => finish(false));
     socket.once('connect', () => socket.write('PING\r\n'));
     socket.once('data', (data) => finish(data.toString().startsWith('+PONG')));
   });
+}
+
+/** Whether a Redis on this port answers PING within half a second. */
+function pingOnce(port: number): Promise<boolean> {
+  return answersWithin(port, 500);
 }
 
 async function waitForPing(port: number, timeoutMs: number): Promise<void> {
@@ -201,7 +206,9 @@ export async function startPrivateRedis(extraArgs: string[] = []): Promise<Priva
         .call('DEBUG', 'SLEEP', String(seconds))
         .catch(() => undefined)
         .finally(() => admin.disconnect());
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      // On a loaded machine the command may reach the server late: return only once the server stopped answering.
+      const deadline = Date.now() + 2000;
+      while (Date.now() < deadline && (await answersWithin(port, 100))) await new Promise((resolve) => setTimeout(resolve, 10));
     },
   };
   await redis.start();

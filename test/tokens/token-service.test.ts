@@ -131,7 +131,7 @@ describe('TokenService.issueIdToken', () => {
     expect(() => service.issueIdToken({ subject: 'alice', audience: 'shop', claims: { sub: 'admin' } })).toThrow(/registered claim "sub"/);
   });
 
-  it('refuses an ID-token lifetime over an hour (spec §2.8)', () => {
+  it('refuses an ID-token lifetime over an hour', () => {
     expect(() => new TokenService({ keys, issuer, idTokenLifetimeSeconds: 7200 })).toThrow(/idTokenLifetimeSeconds/);
   });
 });
