@@ -108,6 +108,7 @@ export {
   TokenService,
   RefreshTokens,
   TokenRevocations,
+  SUPPORTED_ALGORITHMS,
   TokenError,
   KeySourceUnavailableError,
   KeySourceUnavailable,
@@ -214,7 +215,7 @@ export type {
 } from './oidc';
 
 // QR-code login: the provider, the relying-party client, and the token issuer for the phone app.
-export { qrLoginProvider, qrLogin, qrTokenIssuer, hashAppSecret, generateAppSecret, WeChatApiError } from './qr';
+export { qrLoginProvider, qrLogin, qrTokenIssuer, hashAppSecret, generateAppSecret, WeChatApiError, WECHAT_ERRORS } from './qr';
 export type {
   QrLoginProviderOptions,
   QrRateLimits,
