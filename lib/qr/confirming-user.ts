@@ -54,7 +54,11 @@ export function identifyAppUser(context: QrProviderContext): RequestHandler {
       // A token's subject is a user of this directory only when the phone app's own issuer asserted it; the same
       // `sub` from another issuer the middleware accepts is somebody else.
       if (req.auth?.payload.iss !== appTokenIssuer) {
-        debug('scan or decision refused: the phone-app token is issued by %j, not appTokenIssuer %j', req.auth?.payload.iss, appTokenIssuer);
+        debug(
+          'scan or decision refused: the phone-app token is issued by %j, not appTokenIssuer %j',
+          req.auth?.payload.iss,
+          appTokenIssuer,
+        );
         next(foreignUser());
         return;
       }
