@@ -4,9 +4,11 @@
  * This file is the whole public surface, listed name by name: a name not listed here is internal and may change in
  * any release. It is also the only place that augments Express's and express-session's types.
  */
-import type { SessionMeta, SessionUser, SsoRequestContext } from './session';
-import type { AuthInfo } from './tokens';
-import type { OidcRequestContext, OidcSessionState } from './oidc';
+// Inside `namespace Express` below, a bare name means a member of that namespace first: passport declares
+// `Express.AuthInfo`, which would silently replace the kit's `AuthInfo` there. Hence the aliases.
+import type { SessionMeta, SessionUser as KitSessionUser, SsoRequestContext as KitSsoRequestContext } from './session';
+import type { AuthInfo as KitAuthInfo } from './tokens';
+import type { OidcRequestContext as KitOidcRequestContext, OidcSessionState } from './oidc';
 import type { QrLoginSessionState } from './qr';
 import type {} from 'express-session';
 
@@ -274,24 +276,24 @@ declare global {
      * uses both (or augments `User` itself) gets one type.
      */
     // eslint-disable-next-line @typescript-eslint/no-empty-object-type
-    interface User extends SessionUser {}
+    interface User extends KitSessionUser {}
 
     interface Request {
       /** The logged-in user, set by `requireSession` (or `requireBasic`). Declared exactly as `@types/passport` does. */
       user?: User | undefined;
       /** The verified Bearer token, set by `requireBearer`; the same declaration as express-oauth2-jwt-bearer's. */
-      auth?: AuthInfo;
+      auth?: KitAuthInfo;
       /** OpenID Connect helpers, set by `oidcContext` for sessions that logged in through one of its providers. */
-      oidc?: OidcRequestContext;
+      oidc?: KitOidcRequestContext;
       /** The shared session context (manager, login URL, redirect policy, cookie settings), set by `ssoSession`. */
-      sso?: SsoRequestContext;
+      sso?: KitSsoRequestContext;
     }
   }
 }
 
 declare module 'express-session' {
   interface SessionData {
-    user: SessionUser;
+    user: KitSessionUser;
     meta: SessionMeta;
     oidc: OidcSessionState;
     /** OIDC login transactions in flight, keyed by state (single use). */
