@@ -2,7 +2,7 @@ import { requireBearer } from '../lib/tokens';
 import type { BenchCase } from './harness';
 import { protectedApp, tokenRequests, type BearerFixtures } from './bearer';
 
-const subjectOf = (req: Express.Request): unknown => req.auth?.claims.sub;
+const subjectOf = (req: Express.Request): unknown => req.auth?.payload.sub;
 
 /**
  * The kit's Bearer cases. `requireBearer` keeps a cache of verified tokens (1000 by default), so with the suite's

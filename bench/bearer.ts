@@ -36,7 +36,7 @@ const answerError: ErrorRequestHandler = (error: { status?: number }, _req, res,
  * An app with one protected route that echoes the subject, so every case does the same work after verifying.
  *
  * @example
- * const app = protectedApp(requireBearer({ ... }), (req) => req.auth?.claims.sub);
+ * const app = protectedApp(requireBearer({ ... }), (req) => req.auth?.payload.sub);
  */
 export function protectedApp(guard: RequestHandler | undefined, subjectOf: (req: express.Request) => unknown): Express {
   const app = express();

@@ -1,48 +1,299 @@
 /**
  * express-sso-kit: single sign-on across the apps of one parent domain, and the middlewares that protect them.
- * This file is the whole public surface.
+ *
+ * This file is the whole public surface, listed name by name: a name not listed here is internal and may change in
+ * any release. It is also the only place that augments Express's and express-session's types.
  */
-import type { SessionMeta, SessionUser, SsoRequestContext } from './session/types';
-import type { AuthInfo } from './tokens/types';
-import type { OidcRequestContext, OidcSessionState } from './oidc/types';
-import type { QrLoginSessionState } from './qr/types';
+// Inside `namespace Express` below, a bare name means a member of that namespace first: passport declares
+// `Express.AuthInfo`, which would silently replace the kit's `AuthInfo` there. Hence the aliases.
+import type { SessionMeta, SessionUser as KitSessionUser, SsoRequestContext as KitSsoRequestContext } from './session';
+import type { AuthInfo as KitAuthInfo } from './tokens';
+import type { OidcRequestContext as KitOidcRequestContext, OidcSessionState } from './oidc';
+import type { QrLoginSessionState } from './qr';
 import type {} from 'express-session';
 
-export * from './store';
-export * from './http';
-export * from './session';
-export * from './tokens';
-export * from './rbac';
-export * from './cors';
-export * from './basic';
-export * from './oidc';
-export * from './qr';
-export * from './portal';
+// Sessions: the shared cookie session, login, logout, the user and how they authenticated.
+export {
+  ssoSession,
+  establishLogin,
+  logout,
+  logoutEverywhere,
+  requireSession,
+  sessionsResource,
+  createRedirectPolicy,
+  isSafeRedirect,
+  csrfGuard,
+  checkRequestOrigin,
+  authenticationOf,
+  identityId,
+  parseIdentityId,
+  DEFAULT_DIRECTORY_SOURCE,
+} from './session';
+export type {
+  SsoSessionOptions,
+  SsoCsrfOptions,
+  SsoSessionMiddleware,
+  EstablishLoginOptions,
+  RequireSessionOptions,
+  SessionsResourceOptions,
+  RedirectPolicyOptions,
+  CsrfGuardOptions,
+  OriginFacts,
+  OriginRefusal,
+  SessionUser,
+  LoginUser,
+  LinkAccount,
+  LinkedAccount,
+  Identity,
+  AuthenticationMethod,
+  UserAttributes,
+  Authentication,
+  AuthenticationFactor,
+  LoginAuthentication,
+  SessionMeta,
+  SessionSummary,
+  SessionManager,
+  RedirectPolicy,
+  SessionCookieSettings,
+  SsoRequestContext,
+} from './session';
 
-export type { SessionMeta, SessionUser, LoginUser, AuthenticationMethod } from './session/types';
-export type { AuthInfo } from './tokens/types';
-export type { OidcRequestContext, OidcSessionState } from './oidc/types';
-export type { QrLoginSessionState } from './qr/types';
+// Stores: the key-value port sessions and throttles live in, on Redis or in memory.
+export { RedisStore, MemoryStore, createRedisConnection, StoreUnavailableError, StoreWrongTypeError } from './store';
+export type { KeyValueStore, RedisStoreOptions, ReplicaWait, MemoryStoreOptions, RedisClient, RedisConnectionOptions } from './store';
+
+// HTTP: errors as problem+json, the error handler, security headers, small handlers.
+export {
+  HttpError,
+  BadRequestError,
+  UnauthorizedError,
+  ForbiddenError,
+  NotFoundError,
+  MethodNotAllowedError,
+  NotAcceptableError,
+  ConflictError,
+  GoneError,
+  UnprocessableEntityError,
+  TooManyRequestsError,
+  BadGatewayError,
+  ServiceUnavailableError,
+  OptionsError,
+  errorHandler,
+  toHttpError,
+  notFound,
+  methodNotAllowed,
+  requireRepresentation,
+  securityHeaders,
+  KeyValueRateLimitStore,
+} from './http';
+export type {
+  HttpErrorOptions,
+  FieldError,
+  ErrorHandlerOptions,
+  ErrorLogEntry,
+  SecurityHeadersOptions,
+  KeyValueRateLimitStoreOptions,
+} from './http';
+
+// Tokens: Bearer JWTs verified against keys or a JWKS, and the tokens the kit issues.
+export {
+  requireBearer,
+  requiredScopes,
+  claimCheck,
+  claimEquals,
+  claimIncludes,
+  verifyJwt,
+  createJwtVerifier,
+  JwksCache,
+  jwksHandler,
+  KeySet,
+  TokenService,
+  RefreshTokens,
+  TokenRevocations,
+  SUPPORTED_ALGORITHMS,
+  TokenError,
+  KeySourceUnavailableError,
+  KeySourceUnavailable,
+  RefreshTokenError,
+} from './tokens';
+export type {
+  RequireBearerOptions,
+  AuthInfo,
+  JwtPayload,
+  JwtHeader,
+  JsonPrimitive,
+  VerifyJwtOptions,
+  VerifiedJwt,
+  SupportedAlgorithm,
+  JwksCacheOptions,
+  JwksHandlerOptions,
+  KeySetOptions,
+  KeyDefinition,
+  KeyMaterial,
+  KeyResolver,
+  SigningKey,
+  JsonWebKeySet,
+  TokenServiceOptions,
+  AccessTokenInput,
+  IdTokenInput,
+  IssuedToken,
+  IssuedTokens,
+  RedeemRefreshTokenInput,
+  RefreshTokensOptions,
+  RefreshTokenRecord,
+  IssueRefreshTokenInput,
+  IssuedRefreshToken,
+  RevocableClaims,
+  TokenErrorReason,
+  KeySourceFailure,
+  RefreshTokenErrorReason,
+} from './tokens';
+
+// Access control: roles and permissions over a session user or a verified token.
+export { createPolicy, requirePermission, requireAuth, parsePermission } from './rbac';
+export type {
+  Policy,
+  PolicyOptions,
+  RoleDefinition,
+  PermissionSubject,
+  Permission,
+  PermissionObject,
+  ParsedPermission,
+  RequirePermissionOptions,
+  PermissionCheckContext,
+  RequireAuthOptions,
+} from './rbac';
+
+// CORS preflight for cross-origin API calls with the session cookie.
+export { corsPreflight, compileOrigins } from './cors';
+export type { CorsPreflightOptions, OriginMatcher } from './cors';
+
+// HTTP Basic for service accounts.
+export { requireBasic, basicCredentials, constantTimeEqual, parseBasicAuthorization } from './basic';
+export type { RequireBasicOptions, BasicCredentialEntry, BasicUser, BasicVerifier, BasicAuthorization } from './basic';
+
+// OpenID Connect relying party: one router, its parts, and the pure cores for custom flows.
+export {
+  oidc,
+  oidcProvider,
+  OidcProvider,
+  oidcLogin,
+  oidcCallback,
+  oidcContext,
+  oidcLogout,
+  backchannelLogout,
+  defaultClaimsToUser,
+  rolesFromClaims,
+  validateIdToken,
+  validateLogoutToken,
+  redeemAuthorizationCode,
+  refreshTokenGrant,
+  requestUserinfo,
+  IdTokenRejectedError,
+  LogoutTokenRejectedError,
+  OidcGrantError,
+} from './oidc';
+export type {
+  OidcOptions,
+  OidcRouter,
+  OidcRoutes,
+  OidcProviderOptions,
+  OidcProviderMetadata,
+  OidcEndpoints,
+  OidcLoginOptions,
+  LoginQueryParameter,
+  OidcCallbackOptions,
+  OidcContextOptions,
+  OidcLogoutOptions,
+  BackchannelLogoutOptions,
+  ClaimsToUser,
+  OidcUserProfile,
+  RolesClaim,
+  IdTokenExpectations,
+  LogoutRequest,
+  TokenSet,
+  OidcSessionState,
+  OidcRequestContext,
+} from './oidc';
+
+// QR-code login: the provider, the relying-party client, and the token issuer for the phone app.
+export { qrLoginProvider, qrLogin, qrTokenIssuer, hashAppSecret, generateAppSecret, WeChatApiError, WECHAT_ERRORS } from './qr';
+export type {
+  QrLoginProviderOptions,
+  QrRateLimits,
+  QrLoginOptions,
+  QrLoginHandlers,
+  QrUserProfile,
+  QrTokenIssuerOptions,
+  QrAppRegistration,
+  WeChatErrorName,
+  QrTokenIssuer,
+  QrUserDirectory,
+  QrDirectoryUser,
+  QrAccessTokenRequest,
+  QrRotatedRefreshToken,
+  QrUserinfo,
+  QrLoginSessionState,
+  QrProviderTokens,
+} from './qr';
+
+// The login portal: password login pages, user directories, password hashes, login throttling.
+export {
+  loginPortal,
+  fileUserDirectory,
+  redisUserDirectory,
+  hashPassword,
+  verifyPasswordHash,
+  parsePasswordHash,
+  LoginThrottle,
+} from './portal';
+export type {
+  LoginPortalOptions,
+  PortalLoginLink,
+  UserDirectory,
+  DirectoryUser,
+  UserRecord,
+  ManagedUserDirectory,
+  FileUserDirectoryOptions,
+  RedisUserDirectoryOptions,
+  ScryptParameters,
+  ParsedPasswordHash,
+  LoginThrottleOptions,
+  ThrottleLimit,
+  LoginAttemptFacts,
+  AllowedLogin,
+  RefusedLogin,
+  ThrottleDecision,
+  ThrottleScope,
+  IssuedDeviceTokens,
+} from './portal';
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
   namespace Express {
+    /**
+     * The logged-in user: the kit's fields merged into Express's `User`, as passport declares it, so an app that
+     * uses both (or augments `User` itself) gets one type.
+     */
+    // eslint-disable-next-line @typescript-eslint/no-empty-object-type
+    interface User extends KitSessionUser {}
+
     interface Request {
-      /** The logged-in user, set by `requireSession` (or `requireBasic`). */
-      user?: SessionUser;
-      /** The verified Bearer token, set by `requireBearer`. */
-      auth?: AuthInfo;
+      /** The logged-in user, set by `requireSession` (or `requireBasic`). Declared exactly as `@types/passport` does. */
+      user?: User | undefined;
+      /** The verified Bearer token, set by `requireBearer`; the same declaration as express-oauth2-jwt-bearer's. */
+      auth?: KitAuthInfo;
       /** OpenID Connect helpers, set by `oidcContext` for sessions that logged in through one of its providers. */
-      oidc?: OidcRequestContext;
+      oidc?: KitOidcRequestContext;
       /** The shared session context (manager, login URL, redirect policy, cookie settings), set by `ssoSession`. */
-      sso?: SsoRequestContext;
+      sso?: KitSsoRequestContext;
     }
   }
 }
 
 declare module 'express-session' {
   interface SessionData {
-    user: SessionUser;
+    user: KitSessionUser;
     meta: SessionMeta;
     oidc: OidcSessionState;
     /** OIDC login transactions in flight, keyed by state (single use). */

@@ -3,7 +3,8 @@ import { BadRequestError } from '../http/errors';
 import { checkOptions, within, type OptionSchema } from '../util/options';
 import { assertProvider, type OidcProvider } from './provider';
 import { addTransaction, codeChallenge, newTransaction } from './transaction';
-import { requireSessionSupport, redirectPolicyOf, saveSession, type RedirectTargetPolicy } from './session-bridge';
+import { requireSessionSupport, redirectPolicyOf, saveSession } from './session-bridge';
+import type { RedirectPolicy } from '../session/types';
 
 /** Query parameters a caller of the login route may pass through to the provider, each vetted. */
 export type LoginQueryParameter = 'prompt' | 'max_age' | 'login_hint';
@@ -22,7 +23,7 @@ export interface OidcLoginOptions {
    */
   queryParameters?: readonly LoginQueryParameter[];
   /** The redirect policy for `return_to`. Default: the one `ssoSession` installs (`req.sso.redirects`). */
-  redirects?: RedirectTargetPolicy;
+  redirects?: RedirectPolicy;
 }
 
 const PROMPTS = new Set(['none', 'login', 'consent', 'select_account']);

@@ -3,12 +3,13 @@ import { debugChannel } from '../util/debug';
 import { checkOptions, type OptionSchema } from '../util/options';
 import { assertProvider, type OidcProvider } from './provider';
 import { misconfigured } from './errors';
-import { endLocalSession, redirectPolicyOf, requireSessionSupport, type RedirectTargetPolicy } from './session-bridge';
+import { endLocalSession, redirectPolicyOf, requireSessionSupport } from './session-bridge';
+import type { RedirectPolicy } from '../session/types';
 
 /** Options of {@link oidcLogout}. */
 export interface OidcLogoutOptions {
   /** The redirect policy the post-logout target must pass. Default: `req.sso.redirects` from `ssoSession`. */
-  redirects?: RedirectTargetPolicy;
+  redirects?: RedirectPolicy;
 }
 
 const debug = debugChannel('oidc');

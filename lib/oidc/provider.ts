@@ -52,7 +52,7 @@ export class OidcProvider {
   readonly idTokenSigningAlg: string;
   readonly clockToleranceSeconds: number;
   readonly timeoutSeconds: number;
-  /** @internal {@link timeoutSeconds} in milliseconds, for fetch deadlines. */
+  /** @internal `timeoutSeconds` in milliseconds, for fetch deadlines. */
   readonly timeoutMs: number;
   readonly fetchUserinfo: boolean;
   readonly postLogoutRedirectUri: string | undefined;

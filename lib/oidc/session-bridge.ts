@@ -7,9 +7,6 @@ import type { LoginUser, RedirectPolicy, SessionManager } from '../session/types
 import type { OidcSessionState } from './types';
 import { misconfigured } from './errors';
 
-/** The session module's redirect policy (see `createRedirectPolicy`). */
-export type RedirectTargetPolicy = RedirectPolicy;
-
 /**
  * Fails (500 `oidc_misconfigured`) with a message naming the missing middleware when no session is mounted before
  * an OIDC route, or when the Secure session cookie could not be set because Express sees plain http.
@@ -31,7 +28,7 @@ export function requireSessionSupport(req: Request, who: string): void {
  * @example
  * const returnTo = redirectPolicyOf(req, options.redirects, 'oidcLogin').sanitize(req.query.return_to);
  */
-export function redirectPolicyOf(req: Request, explicit: RedirectTargetPolicy | undefined, who: string): RedirectTargetPolicy {
+export function redirectPolicyOf(req: Request, explicit: RedirectPolicy | undefined, who: string): RedirectPolicy {
   if (explicit) return explicit;
   const installed = req.sso?.redirects;
   if (!installed || typeof installed.sanitize !== 'function') {

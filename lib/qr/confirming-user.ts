@@ -45,7 +45,7 @@ export function identifyAppUser(context: QrProviderContext): RequestHandler {
         next(error);
         return;
       }
-      const subject = req.auth?.claims.sub;
+      const subject = req.auth?.payload.sub;
       if (typeof subject !== 'string' || subject === '') {
         debug('scan or decision refused: the phone-app token names no subject');
         next(new UnauthorizedError({ code: 'invalid_token', detail: 'The token names no user.', headers: challenge }));
@@ -53,8 +53,12 @@ export function identifyAppUser(context: QrProviderContext): RequestHandler {
       }
       // A token's subject is a user of this directory only when the phone app's own issuer asserted it; the same
       // `sub` from another issuer the middleware accepts is somebody else.
-      if (req.auth?.claims.iss !== appTokenIssuer) {
-        debug('scan or decision refused: the phone-app token is issued by %j, not appTokenIssuer %j', req.auth?.claims.iss, appTokenIssuer);
+      if (req.auth?.payload.iss !== appTokenIssuer) {
+        debug(
+          'scan or decision refused: the phone-app token is issued by %j, not appTokenIssuer %j',
+          req.auth?.payload.iss,
+          appTokenIssuer,
+        );
         next(foreignUser());
         return;
       }

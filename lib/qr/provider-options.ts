@@ -23,7 +23,7 @@ export interface QrLoginProviderOptions {
   tokens: QrTokenIssuer;
   /**
    * Authenticates the phone app's user on the `/sns/qr-logins` API, e.g. `requireBearer({ … })`; the user is
-   * `req.auth.claims.sub` of a token issued by `appTokenIssuer`. Without it only the provider's own session
+   * `req.auth.payload.sub` of a token issued by `appTokenIssuer`. Without it only the provider's own session
    * (`req.user` of the directory's source) is accepted.
    */
   authenticateApp?: RequestHandler;

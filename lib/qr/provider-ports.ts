@@ -1,4 +1,4 @@
-import type { JwtPayload } from 'jsonwebtoken';
+import type { JwtPayload } from '../tokens/types';
 
 /** A user as the QR-login provider reads it for `/sns/userinfo`. The portal's `DirectoryUser` fits. */
 export interface QrDirectoryUser {

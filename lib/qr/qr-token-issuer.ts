@@ -1,4 +1,4 @@
-import type { JwtPayload } from 'jsonwebtoken';
+import type { JwtPayload } from '../tokens/types';
 import type { TokenService } from '../tokens/token-service';
 import { checkOptions, OptionsError } from '../util/options';
 import type { QrTokenIssuer } from './provider-ports';

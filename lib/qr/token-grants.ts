@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { JwtPayload } from 'jsonwebtoken';
+import type { JwtPayload } from '../tokens/types';
 import { StoreUnavailableError } from '../store/port';
 import { deriveOpenid, deriveUnionid, type RegisteredQrApp } from './app-registry';
 import type { QrProviderContext } from './provider-context';

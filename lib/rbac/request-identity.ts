@@ -42,7 +42,7 @@ function scopesOf(claims: Record<string, unknown>): string[] {
  * const identity = identifyRequest(req, ['roles']);
  */
 export function identifyRequest(req: Request, claimPath: readonly string[]): RequestIdentity | undefined {
-  const claims = req.auth?.claims as Record<string, unknown> | undefined;
+  const claims = req.auth?.payload as Record<string, unknown> | undefined;
   if (claims && typeof claims === 'object') {
     return { source: 'token', roles: stringList(claimAt(claims, claimPath)), scopes: scopesOf(claims) };
   }

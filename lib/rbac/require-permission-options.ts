@@ -18,7 +18,7 @@ export interface RequirePermissionOptions {
   /** The compiled policy from `createPolicy`. Required. */
   policy: Policy;
   /**
-   * Where a verified token (`req.auth.claims`) carries its roles: a claim name (taken literally, so namespaced
+   * Where a verified token (`req.auth.payload`) carries its roles: a claim name (taken literally, so namespaced
    * claims like `"https://example.test/roles"` work) or a path of names (`['realm_access', 'roles']`).
    * Default `'roles'`. The claim may hold an array of strings or a single string.
    */

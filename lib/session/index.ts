@@ -9,3 +9,5 @@ export { validateCookieDomain } from './cookie-domain';
 export { judgeSession, storeTtlMillis, type SessionLimits, type SessionVerdict } from './session-lifetime';
 export type { SessionSummary, SessionManager, RedirectPolicy, SessionCookieSettings, SsoRequestContext } from './types';
 export { authenticationOf, type Authentication, type AuthenticationFactor, type LoginAuthentication } from './authentication';
+export { identityId, parseIdentityId, DEFAULT_DIRECTORY_SOURCE, type Identity } from './identity';
+export type { SessionUser, LoginUser, LinkAccount, LinkedAccount, AuthenticationMethod, UserAttributes, SessionMeta } from './types';

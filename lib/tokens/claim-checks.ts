@@ -1,5 +1,5 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import type { JwtPayload } from 'jsonwebtoken';
+import type { JwtPayload } from './types';
 import { debugChannel } from '../util/debug';
 import { OptionsError } from '../util/options';
 import { errorsFor } from './bearer-errors';

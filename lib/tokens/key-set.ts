@@ -266,7 +266,7 @@ export class KeySet implements KeyResolver {
   }
 
   /**
-   * {@link KeyResolver} over this set: like {@link find}, but throws a `TokenError` saying why nothing fits.
+   * {@link KeyResolver} over this set: like {@link KeySet.find}, but throws a `TokenError` saying why nothing fits.
    *
    * @example
    * const key = keys.getKey('2026-11', 'ES256');

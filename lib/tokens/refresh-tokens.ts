@@ -251,7 +251,7 @@ export class RefreshTokens {
   }
 
   /**
-   * Revokes a grant: every refresh token of it, and (through {@link isRevoked} and `requireBearer`) every access
+   * Revokes a grant: every refresh token of it, and (through {@link RefreshTokens.isRevoked} and `requireBearer`) every access
    * token carrying its `gid` until those have expired. Tokens issued under the grant after this call are dead as well.
    *
    * @example

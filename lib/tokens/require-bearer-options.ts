@@ -1,6 +1,6 @@
 import { createSecretKey, KeyObject } from 'node:crypto';
 import type { Request } from 'express';
-import type { JwtPayload } from 'jsonwebtoken';
+import type { JwtPayload } from './types';
 import type { KeyValueStore } from '../store/port';
 import { checkOptions, OptionsError, within, type OptionSchema } from '../util/options';
 import { isHmacAlgorithm, keyFitsAlgorithm, minimumSecretBytes, type SupportedAlgorithm } from './algorithms';

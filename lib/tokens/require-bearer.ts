@@ -58,7 +58,7 @@ export function requireBearer(options: RequireBearerOptions): RequestHandler {
   const ownRealm = realm !== 'api';
 
   function accept(req: Request, token: string, entry: CachedToken): void {
-    const auth: AuthInfo = { token, header: entry.header, payload: entry.claims, claims: entry.claims };
+    const auth: AuthInfo = { token, header: entry.header, payload: entry.claims };
     req.auth = auth;
     if (ownRealm) rememberRealm(req, realm);
   }

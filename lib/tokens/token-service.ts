@@ -134,7 +134,7 @@ export class TokenService {
 
   /**
    * Signs an RFC 9068 access token: iss, sub, aud, exp, iat, jti, client_id, and scope, roles, gid when given.
-   * Prefer {@link issueTokens} when a refresh token goes with it, so the two share a grant.
+   * Prefer {@link TokenService.issueTokens} when a refresh token goes with it, so the two share a grant.
    *
    * @example
    * const { token, expiresIn } = tokens.issueAccessToken({ subject: 'alice', audience: 'api', clientId: 'shop', expiresInSeconds: 7200 });

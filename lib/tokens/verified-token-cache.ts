@@ -1,5 +1,5 @@
 import { createHash, hash } from 'node:crypto';
-import type { JwtHeader, JwtPayload } from 'jsonwebtoken';
+import type { JwtHeader, JwtPayload } from './types';
 import type { VerifiedJwt } from './verify-jwt';
 
 /** A verified token as the cache keeps it. */

@@ -1,5 +1,6 @@
 import type { KeyObject } from 'node:crypto';
-import jwt, { type JwtHeader, type JwtPayload } from 'jsonwebtoken';
+import jwt from 'jsonwebtoken';
+import type { JwtHeader, JwtPayload } from './types';
 import {
   isAcceptableKid,
   isHmacAlgorithm,

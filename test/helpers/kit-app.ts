@@ -232,7 +232,7 @@ export async function startKitApp(store: KeyValueStore): Promise<KitApp> {
   authApp.use('/account', requireSession(), sessionsResource());
   mounted('/account', ['GET /sessions', 'DELETE /sessions/:id']);
   on('get', '/api/reports', bearer, (req, res) => {
-    res.json({ caller: req.auth!.claims.sub });
+    res.json({ caller: req.auth!.payload.sub });
   });
   on('get', '/api/reports/:id', bearer, requirePermission('read', reportId, { policy }), (req, res) => {
     res.json({ id: req.params.id });

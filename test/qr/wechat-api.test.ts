@@ -77,7 +77,7 @@ describe('POST /sns/oauth2/access_token', () => {
       '/me',
       requireBearer({ keys: idp.keys, algorithms: ['ES256'], issuer: 'https://idp.example.test', audience: 'shop' }),
       (req, res) => {
-        res.json({ sub: req.auth?.claims.sub });
+        res.json({ sub: req.auth?.payload.sub });
       },
     );
     api.use(errorHandler({ log: false }));

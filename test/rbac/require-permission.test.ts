@@ -43,7 +43,7 @@ function testBearer(): RequestHandler {
     }
     try {
       const { payload, protectedHeader } = await jose.jwtVerify(match[1], secret, { algorithms: ['HS256'] });
-      req.auth = { token: match[1], header: protectedHeader as never, payload, claims: payload };
+      req.auth = { token: match[1], header: protectedHeader as never, payload };
       next();
     } catch {
       next(new UnauthorizedError({ code: 'invalid_token' }));

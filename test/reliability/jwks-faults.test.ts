@@ -93,7 +93,7 @@ describe('requireBearer when the JWKS endpoint fails', () => {
       }),
     );
     app.get('/me', (req, res) => {
-      res.json({ sub: req.auth!.claims.sub });
+      res.json({ sub: req.auth!.payload.sub });
     });
     app.use(errorHandler({ log: (entry) => logged.push(entry) }));
     return app;

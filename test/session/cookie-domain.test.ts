@@ -1,4 +1,4 @@
-import { validateCookieDomain } from '../../lib';
+import { validateCookieDomain } from '../../lib/session';
 
 describe('validateCookieDomain', () => {
   it.each([

@@ -1,4 +1,4 @@
-import { judgeSession, storeTtlMillis, type SessionLimits } from '../../lib';
+import { judgeSession, storeTtlMillis, type SessionLimits } from '../../lib/session';
 
 const limits: SessionLimits = { idleMs: 1000, absoluteMs: 5000, touchAfterMs: 100 };
 const now = 1_000_000;

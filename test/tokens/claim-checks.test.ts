@@ -22,7 +22,7 @@ async function mint(claims: Record<string, unknown>): Promise<string> {
 
 const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
 const echo = (req: Request, res: Response) => {
-  res.json({ sub: req.auth?.payload.sub, same: req.auth?.claims === req.auth?.payload, typ: req.auth?.header.typ });
+  res.json({ sub: req.auth?.payload.sub, typ: req.auth?.header.typ, keys: Object.keys(req.auth ?? {}).sort() });
 };
 
 describe('requiredScopes, claimCheck, claimEquals, claimIncludes after one requireBearer', () => {
@@ -58,12 +58,12 @@ describe('requiredScopes, claimCheck, claimEquals, claimIncludes after one requi
     await endpoint.close();
   });
 
-  it('sets req.auth to { payload, header, token }, with claims the same object as payload', async () => {
+  it('sets req.auth to exactly { payload, header, token }, as express-oauth2-jwt-bearer does', async () => {
     const res = await request(server)
       .get('/api/orders')
       .set(bearer(await mint({ scope: 'orders:read' })))
       .expect(200);
-    expect(res.body).toEqual({ sub: 'alice', same: true, typ: 'at+jwt' });
+    expect(res.body).toEqual({ sub: 'alice', typ: 'at+jwt', keys: ['header', 'payload', 'token'] });
   });
 
   it('lets a token with every required scope through, from scope or from scp', async () => {

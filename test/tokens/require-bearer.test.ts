@@ -437,7 +437,7 @@ describe('requireBearer verified-token cache', () => {
   it('hands out read-only claims, so one handler cannot change what the next request sees', async () => {
     const app = express();
     app.get('/api', requireBearer({ keys, algorithms: ['ES256'], issuer, audience }), (req: Request, res: Response) => {
-      const claims = req.auth!.claims as Record<string, unknown>;
+      const claims = req.auth!.payload as Record<string, unknown>;
       let changed = true;
       try {
         claims.sub = 'admin';
