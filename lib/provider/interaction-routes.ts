@@ -13,28 +13,52 @@ type Interaction = Awaited<ReturnType<Provider['interactionDetails']>>;
 
 const debug = debugChannel('oidc');
 
+/** What {@link sessionShortfall} weighs besides the session and the request. */
+export interface ShortfallClock {
+  nowSeconds: number;
+  /** Epoch milliseconds when this interaction first sent the user to sign in again; undefined before that. */
+  reauthenticationAskedAt: number | undefined;
+}
+
 /**
- * Why the portal session cannot answer this login as it is: `login` (none, or not the one asked for), `fresh`
- * (`prompt=login` or `max_age` needs an authentication newer than the session's), `acr` (a level it has not
+ * Why the portal session cannot answer this login as it is: `login` (there is none), `fresh` (`prompt=login`
+ * needs a sign-in after the request, `max_age` one more recent than the session's), `acr` (a level it has not
  * reached); undefined when it can.
  *
  * @example
- * sessionShortfall(req.user, interaction, Date.now() / 1000); // 'fresh' after prompt=login
+ * sessionShortfall(req.user, interaction, { nowSeconds, reauthenticationAskedAt: undefined }); // 'fresh' after prompt=login
  */
 export function sessionShortfall(
   user: SessionUser | undefined,
-  interaction: Interaction,
-  nowSeconds: number,
+  interaction: Pick<Interaction, 'params' | 'prompt'>,
+  clock: ShortfallClock,
 ): 'login' | 'fresh' | 'acr' | undefined {
   if (!user) return 'login';
   const authentication = authenticationOf(user);
   const { params, prompt } = interaction;
-  if (prompt.reasons.includes('login_prompt') && authentication.authTime < interaction.iat) return 'fresh';
+  if (prompt.reasons.includes('login_prompt')) {
+    const asked = clock.reauthenticationAskedAt;
+    if (asked === undefined || user.authenticatedAt <= asked) return 'fresh';
+  }
   const maxAge = Number(params.max_age);
-  if (params.max_age !== undefined && Number.isFinite(maxAge) && nowSeconds - authentication.authTime > maxAge) return 'fresh';
+  if (params.max_age !== undefined && Number.isFinite(maxAge) && clock.nowSeconds - authentication.authTime > maxAge) return 'fresh';
   const acrValues = typeof params.acr_values === 'string' && params.acr_values !== '' ? params.acr_values.split(' ') : [];
   if (acrValues.length > 0 && !acrValues.includes(authentication.acr)) return 'acr';
   return undefined;
+}
+
+/**
+ * The provider's own session may still hold the account of an earlier portal session (it signed out, another
+ * signed in). oidc-provider would end that session with an auto-submitting page; the portal session is the
+ * authority, so the stale session is dropped here and the login continues in a fresh one.
+ */
+async function forgetOtherAccount(provider: Provider, interaction: Interaction, userId: string): Promise<void> {
+  const previous = interaction.session;
+  if (!previous?.accountId || previous.accountId === userId) return;
+  const stale = previous.uid ? await provider.Session.findByUid(previous.uid) : undefined;
+  await stale?.destroy();
+  delete interaction.session;
+  await interaction.save(Math.max(1, interaction.exp - Math.floor(Date.now() / 1000)));
 }
 
 function interactionUrl(settings: ResolvedProviderOptions, uid: string): string {
@@ -64,6 +88,16 @@ export function interactionRoutes(
   const base = `${settings.pathPrefix}/interaction/:uid`;
   const parseForm = express.urlencoded({ extended: false, limit: '2kb', parameterLimit: 5 });
 
+  async function signInAgainUrl(interaction: Interaction, shortfall: 'login' | 'fresh' | 'acr'): Promise<string> {
+    const returnTo = interactionUrl(settings, interaction.uid);
+    if (shortfall === 'login') return withQuery(settings.sessions.context.loginUrl, { return_to: returnTo });
+    // Only a sign-in after this moment counts as the fresh one prompt=login asked for.
+    await records.askedReauthentication(interaction.uid);
+    const acr: Record<string, string> =
+      typeof interaction.params.acr_values === 'string' ? { acr_values: interaction.params.acr_values } : {};
+    return withQuery(settings.stepUpUrl, { ...acr, return_to: returnTo });
+  }
+
   async function finish(req: Request, res: Response, result: InteractionResults, merge: boolean): Promise<void> {
     const provider = await providerOf();
     await provider.interactionFinished(req, res, result, { mergeWithLastSubmission: merge });
@@ -75,23 +109,20 @@ export function interactionRoutes(
     res.setHeader('Cache-Control', 'no-store');
     if (interaction.prompt.name === 'login') {
       const user = req.user;
-      const shortfall = sessionShortfall(user, interaction, Math.floor(Date.now() / 1000));
+      const shortfall = sessionShortfall(user, interaction, {
+        nowSeconds: Math.floor(Date.now() / 1000),
+        reauthenticationAskedAt: await records.reauthenticationAskedAt(interaction.uid),
+      });
       if (shortfall !== undefined || !user) {
         debug(
           'provider login %s: the portal session %s',
           interaction.uid,
           shortfall === 'login' ? 'is absent' : `needs step-up (${shortfall})`,
         );
-        const returnTo = interactionUrl(settings, interaction.uid);
-        const acr: Record<string, string> =
-          typeof interaction.params.acr_values === 'string' ? { acr_values: interaction.params.acr_values } : {};
-        const target =
-          shortfall === 'login'
-            ? withQuery(settings.sessions.context.loginUrl, { return_to: returnTo })
-            : withQuery(settings.stepUpUrl, { ...acr, return_to: returnTo });
-        res.redirect(303, target);
+        res.redirect(303, await signInAgainUrl(interaction, shortfall ?? 'login'));
         return;
       }
+      await forgetOtherAccount(provider, interaction, user.id);
       const authentication = authenticationOf(user);
       await records.saveAccount(user);
       await finish(

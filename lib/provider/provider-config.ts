@@ -4,7 +4,7 @@ import type * as OidcModule from 'oidc-provider' with { 'resolution-mode': 'impo
 import { authenticationOf } from '../session/authentication';
 import { renderLogoutConfirmPage, renderNoticePage } from './provider-pages';
 import type { ProviderClient, ResolvedProviderOptions } from './provider-options';
-import type { ProviderRecords } from './provider-records';
+import { INTERACTION_TTL_SECONDS, type ProviderRecords } from './provider-records';
 import { storeAdapter } from './store-adapter';
 
 /** The oidc-provider module, loaded lazily (it is an optional peer dependency and ESM-only). */
@@ -42,7 +42,7 @@ function interactionPolicy(oidc: OidcProviderModule): NonNullable<NonNullable<Co
   if (!login) throw new Error('openidProvider: oidc-provider has no login prompt');
   // One session, not two: the provider's own session counts only while it is the portal session's login.
   login.checks.add(
-    new Check('portal_session', 'the portal session is not the one the provider remembers', (ctx) => {
+    new Check('portal_session', 'the portal session is not the one the provider remembers', 'login_required', (ctx) => {
       const user = portalUserOf(ctx);
       if (!user) return Check.REQUEST_PROMPT;
       const { session } = ctx.oidc;
@@ -52,7 +52,7 @@ function interactionPolicy(oidc: OidcProviderModule): NonNullable<NonNullable<Co
     0,
   );
   login.checks.add(
-    new Check('acr_values', 'none of the requested ACRs is met', (ctx) => {
+    new Check('acr_values', 'none of the requested ACRs is met', 'login_required', (ctx) => {
       const wanted = ctx.oidc.params?.acr_values;
       if (typeof wanted !== 'string' || wanted === '' || ctx.oidc.result?.login) return Check.NO_NEED_TO_PROMPT;
       return wanted.split(' ').includes(String(ctx.oidc.acr)) ? Check.NO_NEED_TO_PROMPT : Check.REQUEST_PROMPT;
@@ -139,7 +139,7 @@ export function providerConfiguration(
       RefreshToken: lifetimes.refreshToken,
       Grant: lifetimes.refreshToken,
       Session: settings.sessions.context.absoluteLifetimeSeconds,
-      Interaction: 600,
+      Interaction: INTERACTION_TTL_SECONDS,
     },
     rotateRefreshToken: true,
     issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),

@@ -19,6 +19,8 @@ export interface SessionLink {
 }
 
 const CONSENT_TTL_SECONDS = 365 * 86400;
+/** As long as oidc-provider keeps an interaction. */
+export const INTERACTION_TTL_SECONDS = 600;
 
 function accountKey(userId: string): string {
   return `op-account:{${userId}}`;
@@ -67,6 +69,16 @@ export class ProviderRecords {
 
   async rememberConsent(userId: string, clientId: string, scopes: readonly string[]): Promise<void> {
     if (scopes.length > 0) await this.store.addToSet(consentKey(userId, clientId), scopes, CONSENT_TTL_SECONDS);
+  }
+
+  async askedReauthentication(interactionUid: string): Promise<void> {
+    // Kept when set: going back and forth to the login page must not move the moment a fresh sign-in is counted from.
+    await this.store.setIfAbsent(`op-reauth:{${interactionUid}}`, String(Date.now()), INTERACTION_TTL_SECONDS);
+  }
+
+  async reauthenticationAskedAt(interactionUid: string): Promise<number | undefined> {
+    const text = await this.store.get(`op-reauth:{${interactionUid}}`);
+    return text === null ? undefined : Number(text);
   }
 
   async link(handle: string, link: SessionLink, ttlSeconds: number): Promise<void> {

@@ -2,12 +2,14 @@ import { randomBytes } from 'node:crypto';
 import type * as OpenidClient from 'openid-client' with { 'resolution-mode': 'import' };
 import { startProviderPortal, TestBrowser, type ProviderPortal } from '../helpers/openid-provider-harness';
 import { testRedisStore } from '../helpers/redis';
+import { OpenidClientFlows } from '../helpers/openid-client-flows';
 
 const SECRET = `partner-secret-${randomBytes(16).toString('hex')}`;
 const REDIRECT = 'https://partner.test/callback';
 const CLI_REDIRECT = 'http://127.0.0.1/cli-callback';
 
 let client: typeof OpenidClient;
+let flows: OpenidClientFlows;
 let redis: Awaited<ReturnType<typeof testRedisStore>>;
 let portal: ProviderPortal;
 
@@ -23,6 +25,7 @@ beforeAll(async () => {
     ],
     provider: { serviceScopes: ['reports:read'] },
   });
+  flows = await OpenidClientFlows.load(portal);
 });
 
 afterAll(async () => {
@@ -31,36 +34,7 @@ afterAll(async () => {
 });
 
 async function configFor(clientId: string, secret?: string): Promise<OpenidClient.Configuration> {
-  return client.discovery(new URL(portal.issuer), clientId, secret, secret ? undefined : client.None(), {
-    execute: [client.allowInsecureRequests],
-  });
-}
-
-interface Started {
-  url: URL;
-  verifier: string;
-  state: string;
-  nonce: string;
-}
-
-async function authorizationUrl(
-  config: OpenidClient.Configuration,
-  redirectUri: string,
-  extra: Record<string, string> = {},
-): Promise<Started> {
-  const verifier = client.randomPKCECodeVerifier();
-  const state = client.randomState();
-  const nonce = client.randomNonce();
-  const url = client.buildAuthorizationUrl(config, {
-    redirect_uri: redirectUri,
-    scope: 'openid profile email',
-    code_challenge: await client.calculatePKCECodeChallenge(verifier),
-    code_challenge_method: 'S256',
-    state,
-    nonce,
-    ...extra,
-  });
-  return { url, verifier, state, nonce };
+  return flows.config(clientId, secret);
 }
 
 async function signedInBrowser(username = 'alice'): Promise<TestBrowser> {
@@ -70,15 +44,7 @@ async function signedInBrowser(username = 'alice'): Promise<TestBrowser> {
 }
 
 async function loginWithCode(config: OpenidClient.Configuration, browser: TestBrowser, redirectUri = REDIRECT) {
-  const started = await authorizationUrl(config, redirectUri);
-  const { location, response } = await browser.follow(started.url.href);
-  if (!location.startsWith(redirectUri)) throw new Error(`stopped at ${location}: ${response.status} ${await response.text()}`);
-  const tokens = await client.authorizationCodeGrant(config, new URL(location), {
-    pkceCodeVerifier: started.verifier,
-    expectedState: started.state,
-    expectedNonce: started.nonce,
-  });
-  return { tokens, location, started };
+  return flows.login(config, browser, redirectUri);
 }
 
 describe('openidProvider with openid-client', () => {
