@@ -135,92 +135,62 @@ describe('one session, not two', () => {
 });
 
 describe('token endpoint checks', () => {
-  it('refuses a code exchanged with a different PKCE verifier', async () => {
+  /** A fresh code of alice's for partner, and the body of its proper exchange. */
+  async function freshCode() {
     const started = await flows.start(config, REDIRECT);
     const callback = await flows.authorize(await signedIn(), started, REDIRECT);
-    const response = await tokenRequest({
+    const code = callback.searchParams.get('code')!;
+    const body: Record<string, string> = {
       grant_type: 'authorization_code',
-      code: callback.searchParams.get('code')!,
+      code,
       redirect_uri: REDIRECT,
-      code_verifier: flows.client.randomPKCECodeVerifier(),
-    });
-    expect(response.status).toBe(400);
-    expect(await response.json()).toMatchObject({ error: 'invalid_grant' });
+      code_verifier: started.verifier,
+    };
+    return { started, callback, code, body };
+  }
+
+  async function expectTokenError(response: Response, status: number, error: string): Promise<void> {
+    expect(response.status).toBe(status);
+    expect(await response.json()).toMatchObject({ error });
+  }
+
+  it('refuses a code exchanged with a different PKCE verifier', async () => {
+    const { body } = await freshCode();
+    await expectTokenError(await tokenRequest({ ...body, code_verifier: flows.client.randomPKCECodeVerifier() }), 400, 'invalid_grant');
   });
 
   it('refuses a code exchanged without a PKCE verifier', async () => {
-    const started = await flows.start(config, REDIRECT);
-    const callback = await flows.authorize(await signedIn(), started, REDIRECT);
-    const response = await tokenRequest({
-      grant_type: 'authorization_code',
-      code: callback.searchParams.get('code')!,
-      redirect_uri: REDIRECT,
-    });
-    expect(response.status).toBe(400);
-    expect(await response.json()).toMatchObject({ error: 'invalid_grant' });
+    const { body } = await freshCode();
+    delete body.code_verifier;
+    await expectTokenError(await tokenRequest(body), 400, 'invalid_grant');
   });
 
   it('refuses a wrong client secret with invalid_client', async () => {
-    const started = await flows.start(config, REDIRECT);
-    const callback = await flows.authorize(await signedIn(), started, REDIRECT);
-    const response = await tokenRequest(
-      {
-        grant_type: 'authorization_code',
-        code: callback.searchParams.get('code')!,
-        redirect_uri: REDIRECT,
-        code_verifier: started.verifier,
-      },
-      `${SECRET}x`,
-    );
-    expect(response.status).toBe(401);
-    expect(await response.json()).toMatchObject({ error: 'invalid_client' });
+    const { body } = await freshCode();
+    await expectTokenError(await tokenRequest(body, `${SECRET}x`), 401, 'invalid_client');
   });
 
   it('refuses a replayed code and revokes the tokens it gave', async () => {
-    const started = await flows.start(config, REDIRECT);
-    const callback = await flows.authorize(await signedIn(), started, REDIRECT);
+    const { started, callback, body } = await freshCode();
     const tokens = await flows.exchange(config, callback, started);
-    const replay = await tokenRequest({
-      grant_type: 'authorization_code',
-      code: callback.searchParams.get('code')!,
-      redirect_uri: REDIRECT,
-      code_verifier: started.verifier,
-    });
-    expect(replay.status).toBe(400);
-    expect(await replay.json()).toMatchObject({ error: 'invalid_grant' });
+    await expectTokenError(await tokenRequest(body), 400, 'invalid_grant');
     expect((await flows.client.tokenIntrospection(config, tokens.access_token)).active).toBe(false);
     await expect(flows.client.refreshTokenGrant(config, tokens.refresh_token!)).rejects.toMatchObject({ error: 'invalid_grant' });
   });
 
   it('lets exactly one of five concurrent redemptions of a code succeed', async () => {
-    const started = await flows.start(config, REDIRECT);
-    const callback = await flows.authorize(await signedIn(), started, REDIRECT);
-    const body = {
-      grant_type: 'authorization_code',
-      code: callback.searchParams.get('code')!,
-      redirect_uri: REDIRECT,
-      code_verifier: started.verifier,
-    };
+    const { body } = await freshCode();
     const answers = await Promise.all(Array.from({ length: 5 }, () => tokenRequest(body)));
     expect(answers.filter((answer) => answer.status === 200)).toHaveLength(1);
   });
 
   it('refuses an expired code', async () => {
-    const started = await flows.start(config, REDIRECT);
-    const callback = await flows.authorize(await signedIn(), started, REDIRECT);
-    const code = callback.searchParams.get('code')!;
+    const { code, body } = await freshCode();
     // Time passes for the stored code: its expiry is moved into the past (the record itself is still there).
     const key = `op:AuthorizationCode:{${code}}`;
     const record = JSON.parse((await redis.store.get(key))!) as { exp: number; iat: number };
     await redis.store.set(key, JSON.stringify({ ...record, iat: record.iat - 120, exp: Math.floor(Date.now() / 1000) - 60 }), 60);
-    const response = await tokenRequest({
-      grant_type: 'authorization_code',
-      code,
-      redirect_uri: REDIRECT,
-      code_verifier: started.verifier,
-    });
-    expect(response.status).toBe(400);
-    expect(await response.json()).toMatchObject({ error: 'invalid_grant' });
+    await expectTokenError(await tokenRequest(body), 400, 'invalid_grant');
   });
 });
 
