@@ -12,6 +12,8 @@ import { KeySet } from '../../lib/tokens';
 /** The portal host named in the session's login URL. */
 export const PORTAL_HOST = 'auth.example.test';
 const FAST_SCRYPT = { N: 1024, r: 8, p: 1 };
+/** The portal's session secret: other apps of the parent domain share it (and the store) to share the session. */
+export const SESSION_SECRET = `session-secret-${randomBytes(16).toString('hex')}`;
 
 /** The portal with its OpenID provider, listening on 127.0.0.1 (the issuer is `http://127.0.0.1:<port>`). */
 export interface ProviderPortal {
@@ -29,6 +31,14 @@ export interface ProviderPortalOptions {
   clients: ProviderClient[];
   provider?: Partial<OpenidProviderOptions>;
   keys?: KeySet;
+  /**
+   * Serve the portal as `http://<host>:<port>` for a real browser (a `*.sso.localhost` name, plain http for local
+   * development, the session cookie on `sso.localhost`). Default: the issuer is `http://127.0.0.1:<port>` behind a
+   * pretend TLS proxy.
+   */
+  browserHost?: string;
+  /** With `browserHost`: ports of other apps of the parent domain that `return_to` may name. */
+  appPorts?: number[];
 }
 
 /**
@@ -48,13 +58,20 @@ export async function startProviderPortal(options: ProviderPortalOptions): Promi
   const server: Server = app.listen(0, '127.0.0.1');
   await new Promise<void>((resolve) => server.once('listening', () => resolve()));
   const port = (server.address() as AddressInfo).port;
-  const issuer = `http://127.0.0.1:${port}`;
+  const host = options.browserHost;
+  const issuer = `http://${host ?? '127.0.0.1'}:${port}`;
   const keys = options.keys ?? KeySet.generate('ES256', 'op-1');
   const sessions = ssoSession({
     store: options.store,
-    cookieDomain: 'example.test',
-    secret: `session-secret-${randomBytes(16).toString('hex')}`,
-    loginUrl: `https://${PORTAL_HOST}/login`,
+    secret: SESSION_SECRET,
+    ...(host
+      ? {
+          cookieDomain: 'sso.localhost',
+          loginUrl: `${issuer}/login`,
+          allowInsecureLocalDevelopment: true,
+          allowedRedirectPorts: [port, ...(options.appPorts ?? [])],
+        }
+      : { cookieDomain: 'example.test', loginUrl: `https://${PORTAL_HOST}/login` }),
   });
   const op = openidProvider({
     issuer,
@@ -72,6 +89,14 @@ export async function startProviderPortal(options: ProviderPortalOptions): Promi
   app.use(loginPortal({ users, store: options.store }));
   app.post('/logout-everywhere', requireSession(), async (req, res) => {
     res.json({ ended: await logoutEverywhere(req) });
+  });
+  app.get('/account', requireSession(), (req, res) => {
+    res
+      .type('html')
+      .send(
+        `<!doctype html><title>Account</title><p id="who">${req.user!.id}</p>` +
+          '<form method="post" action="/logout-everywhere"><button type="submit">Sign out everywhere</button></form>',
+      );
   });
   app.use(errorHandler({ log: false }));
   await op.ready;
