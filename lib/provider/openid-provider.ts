@@ -6,7 +6,7 @@ import { interactionRoutes } from './interaction-routes';
 import { providerConfiguration, type OidcProviderModule } from './provider-config';
 import { resolveProviderOptions, type OpenidProviderOptions } from './provider-options';
 import { ProviderRecords } from './provider-records';
-import { endLinkedLogins, portalSessionBridge } from './session-links';
+import { endLinkedLogins, noteStoreOutage, portalSessionBridge } from './session-links';
 
 /** The router `openidProvider` returns. */
 export interface OpenidProviderRouter extends Router {
@@ -58,6 +58,7 @@ export function openidProvider(options: OpenidProviderOptions): OpenidProviderRo
     // The portal sits behind TLS termination; Express already decided whom to trust for the forwarded headers.
     provider.proxy = true;
     provider.use(portalSessionBridge(settings, records));
+    provider.on('server_error', noteStoreOutage);
     unsubscribe = await settings.sessions.manager.onSessionsEnded((handles) => {
       void Promise.all(handles.map(async (handle) => endLinkedLogins(provider, await records.takeLinks(handle)))).catch(
         (error: unknown) => {

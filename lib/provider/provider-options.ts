@@ -153,7 +153,8 @@ function absoluteUrl(value: string, what: string, allowHttpLoopback: boolean): U
     fail(`${what} must be an absolute URL, got ${JSON.stringify(value)}`);
   }
   // *.localhost names resolve to loopback in browsers (RFC 6761), so plain http there never leaves the machine.
-  const loopback = url.hostname === '127.0.0.1' || url.hostname === '[::1]' || url.hostname === 'localhost' || url.hostname.endsWith('.localhost');
+  const loopback =
+    url.hostname === '127.0.0.1' || url.hostname === '[::1]' || url.hostname === 'localhost' || url.hostname.endsWith('.localhost');
   if (url.protocol !== 'https:' && !(allowHttpLoopback && loopback && url.protocol === 'http:')) {
     fail(`${what} must use https (http only on 127.0.0.1, localhost or *.localhost), got ${JSON.stringify(value)}`);
   }

@@ -2,6 +2,7 @@ import type { Request, Response } from 'express';
 import type Provider from 'oidc-provider' with { 'resolution-mode': 'import' };
 import type { KoaContextWithOIDC } from 'oidc-provider' with { 'resolution-mode': 'import' };
 import { logout } from '../session/logout';
+import { StoreUnavailableError } from '../store';
 import { debugChannel } from '../util/debug';
 import type { ResolvedProviderOptions } from './provider-options';
 import type { ProviderRecords, SessionLink } from './provider-records';
@@ -42,10 +43,37 @@ export async function endLinkedLogins(provider: Provider, links: readonly Sessio
   );
 }
 
+/** Marks, on oidc-provider's request state, that the store did not answer (see {@link noteStoreOutage}). */
+const STORE_OUTAGE = 'expressSsoKitStoreOutage';
+
+/**
+ * oidc-provider's `server_error` listener: an error that is a store outage is remembered on the request, so the
+ * answer becomes a 503 (fail closed, try again) instead of oidc-provider's generic 500.
+ *
+ * @example
+ * provider.on('server_error', noteStoreOutage);
+ */
+export function noteStoreOutage(ctx: KoaContextWithOIDC, error: unknown): void {
+  // Only the store's own outage error: any other failure stays oidc-provider's 500.
+  if (error instanceof StoreUnavailableError || (error instanceof Error && error.cause instanceof StoreUnavailableError)) {
+    ctx.state[STORE_OUTAGE] = true;
+  }
+}
+
+function answerOutage(ctx: KoaContextWithOIDC): void {
+  debug('provider request %s answered 503: the store is unavailable', ctx.path);
+  ctx.status = 503;
+  ctx.set('Retry-After', '5');
+  ctx.set('Cache-Control', 'no-store');
+  // RFC 6749 §4.1.2.1 names this error for a server that cannot answer for now.
+  ctx.body = { error: 'temporarily_unavailable', error_description: 'The session store is unavailable. Try again shortly.' };
+}
+
 /**
  * oidc-provider middleware tying its logins to the portal session: when the authorization endpoint issues a code,
  * the client is recorded under the portal session's public handle (for logout propagation); when the user confirms
- * an RP-initiated logout, the portal session ends too (oidc-provider itself notifies the clients of its session).
+ * an RP-initiated logout, the portal session ends too (oidc-provider itself notifies the clients of its session);
+ * a store outage is answered 503.
  *
  * @example
  * provider.use(portalSessionBridge(settings, records));
@@ -53,6 +81,10 @@ export async function endLinkedLogins(provider: Provider, links: readonly Sessio
 export function portalSessionBridge(settings: ResolvedProviderOptions, records: ProviderRecords) {
   return async function bridgePortalSession(ctx: KoaContextWithOIDC, next: () => Promise<void>): Promise<void> {
     await next();
+    if (ctx.state[STORE_OUTAGE] === true) {
+      answerOutage(ctx);
+      return;
+    }
     const oidc = ctx.oidc as KoaContextWithOIDC['oidc'] | undefined;
     if (!oidc) return;
     const req = ctx.req as unknown as Request;
