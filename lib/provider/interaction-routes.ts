@@ -5,7 +5,8 @@ import { BadRequestError } from '../http/errors';
 import { authenticationOf } from '../session/authentication';
 import type { SessionUser } from '../session/types';
 import { debugChannel } from '../util/debug';
-import { renderConsentPage } from './provider-pages';
+import { extendFormAction } from '../portal/login-page';
+import { renderConsentPage, renderContinuePage } from './provider-pages';
 import type { ResolvedProviderOptions } from './provider-options';
 import type { ProviderRecords } from './provider-records';
 
@@ -59,6 +60,18 @@ async function forgetOtherAccount(provider: Provider, interaction: Interaction, 
   await stale?.destroy();
   delete interaction.session;
   await interaction.save(Math.max(1, interaction.exp - Math.floor(Date.now() / 1000)));
+}
+
+/** True when the navigation began on a page of the portal itself (by Sec-Fetch-Site, else the Referer's origin). */
+function cameFromPortalPage(req: Request, issuer: string): boolean {
+  if (req.get('sec-fetch-site') === 'same-origin') return true;
+  const referer = req.get('referer');
+  if (!referer) return false;
+  try {
+    return new URL(referer).origin === issuer;
+  } catch {
+    return false;
+  }
 }
 
 function interactionUrl(settings: ResolvedProviderOptions, uid: string): string {
@@ -125,20 +138,28 @@ export function interactionRoutes(
       await forgetOtherAccount(provider, interaction, user.id);
       const authentication = authenticationOf(user);
       await records.saveAccount(user);
-      await finish(
-        req,
-        res,
-        {
-          login: { accountId: user.id, ts: authentication.authTime, acr: authentication.acr, amr: [...authentication.amr], remember: true },
-        },
-        false,
-      );
+      const login = {
+        accountId: user.id,
+        ts: authentication.authTime,
+        acr: authentication.acr,
+        amr: [...authentication.amr],
+        remember: true,
+      };
+      if (cameFromPortalPage(req, settings.issuer)) {
+        // The navigation began on a portal page (the login form): continue outside that page's form-action rule.
+        const resumeUrl = await provider.interactionResult(req, res, { login }, { mergeWithLastSubmission: false });
+        res.type('html').send(renderContinuePage(settings.assetsPath, resumeUrl));
+        return;
+      }
+      await finish(req, res, { login }, false);
       return;
     }
     if (interaction.prompt.name === 'consent') {
       const clientId = String(interaction.params.client_id);
       const client = settings.clients.find((candidate) => candidate.clientId === clientId);
       const missing = (interaction.prompt.details.missingOIDCScope as string[] | undefined) ?? [];
+      // The answer redirects to the client: its origin must be allowed as this page's form target.
+      extendFormAction(res, [new URL(String(interaction.params.redirect_uri)).origin]);
       res.type('html').send(
         renderConsentPage({
           assetsPath: settings.assetsPath,

@@ -1,6 +1,7 @@
 import type { Request } from 'express';
 import type { ClientMetadata, Configuration, KoaContextWithOIDC } from 'oidc-provider' with { 'resolution-mode': 'import' };
 import type * as OidcModule from 'oidc-provider' with { 'resolution-mode': 'import' };
+import { extendFormAction } from '../portal/login-page';
 import { authenticationOf } from '../session/authentication';
 import { renderLogoutConfirmPage, renderNoticePage } from './provider-pages';
 import type { ProviderClient, ResolvedProviderOptions } from './provider-options';
@@ -118,6 +119,9 @@ export function providerConfiguration(
       rpInitiatedLogout: {
         enabled: true,
         logoutSource: async (ctx, form) => {
+          // Confirming redirects to the client's registered post-logout URI: its origin is allowed as a form target.
+          const target = ctx.oidc.params?.post_logout_redirect_uri;
+          if (typeof target === 'string') extendFormAction(ctx.res, [new URL(target).origin]);
           ctx.type = 'html';
           ctx.body = renderLogoutConfirmPage(assetsPath, form);
         },

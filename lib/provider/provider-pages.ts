@@ -80,3 +80,20 @@ export function renderNoticePage(assetsPath: string, title: string, text: string
     body: `<h1>${escapeHtml(title)}</h1><p>${escapeHtml(text)}</p>`,
   });
 }
+
+/**
+ * A page that sends the browser on to `url` at once (meta refresh) with a link as fallback. It ends a redirect chain
+ * that began with a form on the portal: Chrome holds every redirect after a form POST to that page's CSP
+ * `form-action`, which would block the last hop to the client's redirect URI.
+ *
+ * @example
+ * res.type('html').send(renderContinuePage('/portal-assets', resumeUrl));
+ */
+export function renderContinuePage(assetsPath: string, url: string): string {
+  return renderPage({
+    title: 'Signing you in',
+    stylesheetUrl: stylesheet(assetsPath),
+    refreshUrl: url,
+    body: `<h1>Signing you in…</h1><p><a href="${escapeHtml(url)}">Continue</a></p>`,
+  });
+}

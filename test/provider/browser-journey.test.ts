@@ -42,7 +42,7 @@ describe('single sign-on across domains through the portal provider', () => {
           clientId: 'partner',
           clientSecret: SECRET,
           redirectUris: [partner.redirectUri],
-          postLogoutRedirectUris: [`${partner.origin}/`],
+          postLogoutRedirectUris: [partner.origin],
           backchannelLogoutUri: partner.backchannelLogoutUri,
         },
       ],
@@ -124,6 +124,30 @@ describe('single sign-on across domains through the portal provider', () => {
 
     await page.goto(`${partner.origin}/`);
     await expect(page.locator('#who').getAttribute('data-sub')).resolves.toBe('');
+    await page.goto(`${shopOrigin}/`);
+    await page.waitForURL((url) => url.hostname === 'auth.sso.localhost' && url.pathname === '/login');
+    expect(cspViolations).toEqual([]);
+    await context.close();
+  });
+
+  it('signs in at the portal during the partner login, and signs out of both from the partner (RP-initiated)', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    watch(page);
+    await page.goto(`${partner.origin}/login`);
+    await page.waitForURL((url) => url.hostname === 'auth.sso.localhost' && url.pathname === '/login');
+    await page.getByLabel('Username').fill('bob');
+    await page.getByLabel('Password').fill(portal.passwords.bob!);
+    // The form's redirect chain ends at the client: the portal continues it outside the form's CSP form-action.
+    await Promise.all([page.waitForURL(`${partner.origin}/`), page.getByRole('button', { name: 'Sign in' }).click()]);
+    await expect(page.locator('#who').getAttribute('data-sub')).resolves.toBe('directory:local|bob');
+
+    await page.goto(`${partner.origin}/logout`);
+    await page.waitForURL((url) => url.hostname === 'auth.sso.localhost' && url.pathname === '/oidc/session/end');
+    await screenshot(page, 'provider-logout-confirm');
+    await Promise.all([page.waitForURL((url) => url.origin === partner.origin), page.getByRole('button', { name: 'Sign out' }).click()]);
+    await expect(page.locator('#who').getAttribute('data-sub')).resolves.toBe('');
+    // The parent-domain session ended too: shop asks for a sign-in.
     await page.goto(`${shopOrigin}/`);
     await page.waitForURL((url) => url.hostname === 'auth.sso.localhost' && url.pathname === '/login');
     expect(cspViolations).toEqual([]);
