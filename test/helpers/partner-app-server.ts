@@ -18,6 +18,7 @@ interface ExpressOpenidConnect {
 interface PartnerOidcContext {
   isAuthenticated(): boolean;
   user?: { sub?: string };
+  accessToken?: { access_token: string; refresh(): Promise<{ access_token: string }> };
 }
 interface Connection {
   issuer: string;
@@ -104,6 +105,21 @@ createInterface({ input: process.stdin }).once('line', (line) => {
   app.get('/', (req, res) => {
     const sub = partnerUser(req);
     res.type('html').send(`<!doctype html><title>Partner</title><p id="who" data-sub="${sub}">${sub || 'anonymous'}</p>`);
+  });
+  // Refreshes the access token at the provider (with the refresh token it holds) and says whether it changed.
+  app.get('/refresh', async (req, res, next) => {
+    try {
+      const context = (req as unknown as { oidc: PartnerOidcContext }).oidc;
+      const before = context.accessToken?.access_token;
+      const after = await context.accessToken?.refresh();
+      res
+        .type('html')
+        .send(
+          `<!doctype html><title>Partner</title><p id="refreshed" data-changed="${Boolean(after && after.access_token !== before)}">refreshed</p>`,
+        );
+    } catch (error) {
+      next(error);
+    }
   });
   process.stdin.on('end', () => {
     redis.disconnect();

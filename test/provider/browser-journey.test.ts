@@ -116,6 +116,9 @@ describe('single sign-on across domains through the portal provider', () => {
     expect(hops.some((url) => new URL(url).pathname.startsWith('/oidc/'))).toBe(true);
     expect(hops.some((url) => new URL(url).pathname === '/login' && new URL(url).hostname === 'auth.sso.localhost')).toBe(false);
     await screenshot(page, 'provider-partner-signed-in');
+    // The partner refreshes its access token at the provider with its (rotating) refresh token.
+    await page.goto(`${partner.origin}/refresh`);
+    await expect(page.locator('#refreshed').getAttribute('data-changed')).resolves.toBe('true');
 
     const loggedOut = partner.nextBackchannelLogout();
     await page.goto(`${portal.issuer}/account`);
