@@ -1,4 +1,3 @@
-import dns from 'node:dns';
 import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -6,6 +5,7 @@ import express from 'express';
 import { errorHandler } from '../../lib/http';
 import { oidc } from '../../lib/oidc';
 import { ssoSession } from '../../lib/session';
+import { resolveDemoDomain } from '../../example-app/common/demo-dns';
 import { TestUserAgent } from '../helpers/http-user-agent';
 import { startProviderPortal, type ProviderPortal } from '../helpers/openid-provider-harness';
 import { testRedisStore } from '../helpers/redis';
@@ -14,30 +14,17 @@ import { testRedisStore } from '../helpers/redis';
 // Both sides run in this process; their server-side calls reach the *.localhost names on loopback.
 const SECRET = `wiki-secret-${randomBytes(16).toString('hex')}`;
 
-type Lookup = typeof dns.lookup;
-const realLookup: Lookup = dns.lookup;
-
-function loopbackForLocalhostNames(): void {
-  // net resolves through dns.lookup at connect time; *.localhost is loopback by RFC 6761, which this resolver lacks.
-  dns.lookup = ((hostname: string, ...rest: unknown[]) => {
-    const callback = rest[rest.length - 1] as (...args: unknown[]) => void;
-    const options = (typeof rest[0] === 'object' ? rest[0] : {}) as { all?: boolean };
-    if (!hostname.endsWith('.localhost')) return (realLookup as (...args: unknown[]) => void)(hostname, ...rest);
-    if (options.all) callback(null, [{ address: '127.0.0.1', family: 4 }]);
-    else callback(null, '127.0.0.1', 4);
-    return undefined;
-  }) as Lookup;
-}
-
 describe("the kit's oidc() relying party against the portal provider", () => {
   let redis: Awaited<ReturnType<typeof testRedisStore>>;
   let portal: ProviderPortal;
   let wiki: Server;
   let wikiOrigin: string;
   const backchannelAnswers: ((status: number) => void)[] = [];
+  let undoLookup: () => void = () => undefined;
 
   beforeAll(async () => {
-    loopbackForLocalhostNames();
+    // *.localhost is loopback (RFC 6761), which this machine's resolver does not know; the demo teaches Node the same.
+    undoLookup = resolveDemoDomain('localhost', '127.0.0.1');
     redis = await testRedisStore('op-kit-rp');
     const app = express();
     wiki = app.listen(0, '127.0.0.1');
@@ -99,10 +86,10 @@ describe("the kit's oidc() relying party against the portal provider", () => {
   });
 
   afterAll(async () => {
-    dns.lookup = realLookup;
+    undoLookup();
     await portal?.close();
     wiki?.closeAllConnections();
-    await new Promise<void>((resolve) => (wiki ? wiki.close() && resolve() : resolve()));
+    await new Promise<void>((resolve) => (wiki ? wiki.close(() => resolve()) : resolve()));
     await redis?.cleanup();
   });
 
