@@ -62,7 +62,7 @@ export function openidProvider(options: OpenidProviderOptions): OpenidProviderRo
     unsubscribe = await settings.sessions.manager.onSessionsEnded((handles) => {
       void Promise.all(handles.map(async (handle) => endLinkedLogins(provider, await records.takeLinks(handle)))).catch(
         (error: unknown) => {
-          debug('logout propagation failed: %s', error instanceof Error ? error.message : 'error');
+          debug('logout propagation failed: %s', error instanceof Error ? error.name : 'error');
         },
       );
     });

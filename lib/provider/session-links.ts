@@ -3,7 +3,7 @@ import type Provider from 'oidc-provider' with { 'resolution-mode': 'import' };
 import type { KoaContextWithOIDC } from 'oidc-provider' with { 'resolution-mode': 'import' };
 import { logout } from '../session/logout';
 import { StoreUnavailableError } from '../store';
-import { debugChannel } from '../util/debug';
+import { debugChannel, redactCredentials } from '../util/debug';
 import type { ResolvedProviderOptions } from './provider-options';
 import type { ProviderRecords, SessionLink } from './provider-records';
 
@@ -28,7 +28,11 @@ export async function endLinkedLogins(provider: Provider, links: readonly Sessio
       const client = (await provider.Client.find(link.clientId)) as unknown as BackchannelClient | undefined;
       const notify = client?.backchannelLogoutUri
         ? client.backchannelLogout(link.accountId, link.sid).catch((error: unknown) => {
-            debug('back-channel logout of client %s failed: %s', link.clientId, error instanceof Error ? error.message : 'error');
+            debug(
+              'back-channel logout of client %s failed: %s',
+              link.clientId,
+              error instanceof Error ? redactCredentials(error.message) : 'error',
+            );
           })
         : Promise.resolve();
       const grant = await provider.Grant.find(link.grantId);
