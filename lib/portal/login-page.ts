@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import type { Request, Response } from 'express';
 import { requestOrigin } from '../util/request-origin';
 import type { PortalSettings } from './portal-options';
@@ -30,8 +31,11 @@ export function allowSameOriginReferrer(res: Response): void {
  * Chrome applies `form-action` to the redirect that answers a form POST, so a login that redirects to
  * `https://shop.example.test` needs that origin listed on the page holding the form. Only origins of targets the
  * redirect policy accepted are ever added, one exact origin at a time.
+ *
+ * @example
+ * extendFormAction(res, ['https://shop.example.test']);
  */
-function extendFormAction(res: Response, origins: readonly string[]): void {
+export function extendFormAction(res: Pick<ServerResponse, 'getHeader' | 'setHeader'>, origins: readonly string[]): void {
   const current = res.getHeader('Content-Security-Policy');
   if (typeof current !== 'string' || origins.length === 0) return;
   const directives = current

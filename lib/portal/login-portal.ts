@@ -41,8 +41,9 @@ export function loginPortal(options: LoginPortalOptions): Router {
 
   router.get('/login', function showLoginPage(req: Request, res: Response) {
     const returnTo = safeReturnTo(req, req.query.return_to);
-    if (req.user && returnTo) {
-      // Already signed in on the parent domain: single sign-on means no second password prompt.
+    if (req.user && returnTo && req.query.prompt !== 'login') {
+      // Already signed in on the parent domain: single sign-on means no second password prompt, unless the
+      // caller (the OpenID provider for prompt=login or max_age) asks for a fresh authentication.
       res.redirect(303, returnTo);
       return;
     }

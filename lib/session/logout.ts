@@ -35,6 +35,7 @@ export async function logout(req: Request, res: Response): Promise<void> {
   // Confirmed before the cookie goes: on a 503 the browser keeps it and can send the logout again.
   if (sessionId) await runtime.manager.confirmSessionWrites(sessionId, userId, tags);
   clearSessionCookie(runtime, res);
+  if (sessionId && userId !== undefined) await runtime.manager.announceEnded([sessionId]);
 }
 
 /**

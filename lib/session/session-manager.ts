@@ -4,6 +4,12 @@ import { ServiceUnavailableError } from '../http/errors';
 import { isStoreOutage, type KeyValueStore } from '../store';
 import { judgeSession, type SessionLimits } from './session-lifetime';
 import type { SessionManager, SessionSummary } from './types';
+import { debugChannel } from '../util/debug';
+
+/** The store channel on which ended sessions are announced (see {@link KitSessionManager.announceEnded}). */
+export const SESSIONS_ENDED_CHANNEL = 'sessions:ended';
+
+const debug = debugChannel('session');
 
 /** Settings of a {@link KitSessionManager}. */
 export interface SessionManagerSettings {
@@ -69,6 +75,32 @@ export class KitSessionManager implements SessionManager {
 
   private static tagKey(tag: string): string {
     return `session-tags:{${tag}}`;
+  }
+
+  /**
+   * Tells every subscriber (in any process sharing the store) that sessions ended, by their public handles. It
+   * runs after the sessions are gone; a lost announcement must not undo a logout, so a failure is only logged.
+   */
+  async announceEnded(sessionIds: readonly string[]): Promise<void> {
+    if (sessionIds.length === 0) return;
+    const handles = sessionIds.map((id) => this.handleOf(id));
+    await this.store.publish(SESSIONS_ENDED_CHANNEL, JSON.stringify({ handles })).catch((error: unknown) => {
+      debug('the end of %d session(s) was not announced: %s', handles.length, error instanceof Error ? error.name : 'error');
+    });
+  }
+
+  async onSessionsEnded(listener: (handles: string[]) => void): Promise<() => Promise<void>> {
+    return guarded(
+      this.store.subscribe(SESSIONS_ENDED_CHANNEL, (message) => {
+        let handles: unknown;
+        try {
+          handles = (JSON.parse(message) as { handles?: unknown }).handles;
+        } catch {
+          return;
+        }
+        if (Array.isArray(handles) && handles.every((handle) => typeof handle === 'string')) listener(handles as string[]);
+      }),
+    );
   }
 
   handleOf(sessionId: string): string {
@@ -173,6 +205,7 @@ export class KitSessionManager implements SessionManager {
         const removed = await this.store.delete(this.sessionKey(sessionId));
         await this.unindex(sessionId, userId, data?.meta?.tags);
         await this.store.confirmWrites([this.sessionKey(sessionId), KitSessionManager.userKey(userId)]);
+        await this.announceEnded([sessionId]);
         return removed > 0 && data !== undefined;
       })(),
     );
@@ -183,6 +216,7 @@ export class KitSessionManager implements SessionManager {
     const removed = ids.length === 0 ? 0 : await this.store.delete(...ids.map((id) => this.sessionKey(id)));
     await this.store.delete(indexKey);
     await this.store.confirmWrites([...ids.map((id) => this.sessionKey(id)), indexKey]);
+    await this.announceEnded(ids);
     return removed;
   }
 

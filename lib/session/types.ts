@@ -104,6 +104,12 @@ export interface SessionManager {
   destroyByTag(tag: string): Promise<number>;
   /** The public handle of a session id. */
   handleOf(sessionId: string): string;
+  /**
+   * Calls `listener` with the public handles of sessions that ended by logout, logout everywhere, revocation or
+   * `destroyByTag`, in any process sharing the store (announced over the store's publish/subscribe). Sessions that
+   * simply expire are not announced. Resolves, once subscribed, to a function that unsubscribes.
+   */
+  onSessionsEnded(listener: (handles: string[]) => void): Promise<() => Promise<void>>;
   /** Closes the Redis connection if `ssoSession` opened it (from the `redis` option); otherwise does nothing. */
   close(): Promise<void>;
 }

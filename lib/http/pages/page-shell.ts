@@ -14,6 +14,8 @@ export interface PageShell {
   width?: 'narrow' | 'wide';
   /** Attributes of `<main>` (id and data-* for the page's script), already escaped by the caller. */
   mainAttributes?: string;
+  /** Sends the browser on to this URL at once (`<meta http-equiv="refresh">`, no script). */
+  refreshUrl?: string;
 }
 
 /**
@@ -32,6 +34,7 @@ export function renderPage(shell: PageShell): string {
     '<meta name="viewport" content="width=device-width, initial-scale=1">' +
     '<meta name="referrer" content="same-origin">' +
     `<title>${escapeHtml(shell.title)}</title>` +
+    (shell.refreshUrl ? `<meta http-equiv="refresh" content="0;url=${escapeHtml(shell.refreshUrl)}">` : '') +
     (shell.stylesheetUrl ? `<link rel="stylesheet" href="${escapeHtml(shell.stylesheetUrl)}">` : '') +
     (shell.scriptUrl ? `<script src="${escapeHtml(shell.scriptUrl)}" defer></script>` : '') +
     `</head><body><main class="card${width}"${attributes}>${shell.body}</main></body></html>\n`

@@ -1,0 +1,212 @@
+import express, { type NextFunction, type Request, type Response, Router } from 'express';
+import type Provider from 'oidc-provider' with { 'resolution-mode': 'import' };
+import type { InteractionResults } from 'oidc-provider' with { 'resolution-mode': 'import' };
+import { BadRequestError } from '../http/errors';
+import { authenticationOf } from '../session/authentication';
+import type { SessionUser } from '../session/types';
+import { debugChannel } from '../util/debug';
+import { extendFormAction } from '../portal/login-page';
+import { renderConsentPage, renderContinuePage } from './provider-pages';
+import type { ResolvedProviderOptions } from './provider-options';
+import type { ProviderRecords } from './provider-records';
+
+type Interaction = Awaited<ReturnType<Provider['interactionDetails']>>;
+
+const debug = debugChannel('oidc');
+
+/** What {@link sessionShortfall} weighs besides the session and the request. */
+export interface ShortfallClock {
+  nowSeconds: number;
+  /** Epoch milliseconds when this interaction first sent the user to sign in again; undefined before that. */
+  reauthenticationAskedAt: number | undefined;
+}
+
+/**
+ * Why the portal session cannot answer this login as it is: `login` (there is none), `fresh` (`prompt=login`
+ * needs a sign-in after the request, `max_age` one more recent than the session's), `acr` (a level it has not
+ * reached); undefined when it can.
+ *
+ * @example
+ * sessionShortfall(req.user, interaction, { nowSeconds, reauthenticationAskedAt: undefined }); // 'fresh' after prompt=login
+ */
+export function sessionShortfall(
+  user: SessionUser | undefined,
+  interaction: Pick<Interaction, 'params' | 'prompt'>,
+  clock: ShortfallClock,
+): 'login' | 'fresh' | 'acr' | undefined {
+  if (!user) return 'login';
+  const authentication = authenticationOf(user);
+  const { params, prompt } = interaction;
+  if (prompt.reasons.includes('login_prompt')) {
+    const asked = clock.reauthenticationAskedAt;
+    if (asked === undefined || user.authenticatedAt <= asked) return 'fresh';
+  }
+  const maxAge = Number(params.max_age);
+  if (params.max_age !== undefined && Number.isFinite(maxAge) && clock.nowSeconds - authentication.authTime > maxAge) return 'fresh';
+  const acrValues = typeof params.acr_values === 'string' && params.acr_values !== '' ? params.acr_values.split(' ') : [];
+  if (acrValues.length > 0 && !acrValues.includes(authentication.acr)) return 'acr';
+  return undefined;
+}
+
+/**
+ * The provider's own session may still hold the account of an earlier portal session (it signed out, another
+ * signed in). oidc-provider would end that session with an auto-submitting page; the portal session is the
+ * authority, so the stale session is dropped here and the login continues in a fresh one.
+ */
+async function forgetOtherAccount(provider: Provider, interaction: Interaction, userId: string): Promise<void> {
+  const previous = interaction.session;
+  if (!previous?.accountId || previous.accountId === userId) return;
+  const stale = previous.uid ? await provider.Session.findByUid(previous.uid) : undefined;
+  await stale?.destroy();
+  delete interaction.session;
+  await interaction.save(Math.max(1, interaction.exp - Math.floor(Date.now() / 1000)));
+}
+
+/** True when the navigation began on a page of the portal itself (by Sec-Fetch-Site, else the Referer's origin). */
+function cameFromPortalPage(req: Request, issuer: string): boolean {
+  if (req.get('sec-fetch-site') === 'same-origin') return true;
+  const referer = req.get('referer');
+  if (!referer) return false;
+  try {
+    return new URL(referer).origin === issuer;
+  } catch {
+    return false;
+  }
+}
+
+function interactionUrl(settings: ResolvedProviderOptions, uid: string): string {
+  return `${settings.issuer}${settings.pathPrefix}/interaction/${encodeURIComponent(uid)}`;
+}
+
+function withQuery(base: string, query: Record<string, string>): string {
+  const url = new URL(base);
+  for (const [name, value] of Object.entries(query)) url.searchParams.set(name, value);
+  return url.href;
+}
+
+/**
+ * The provider's interaction routes, where oidc-provider hands a login to the portal: `GET <prefix>/interaction/:uid`
+ * answers with the portal session (or sends the browser to the portal's login or step-up page and back), shows the
+ * consent page to third-party clients, and `POST …/consent` / `POST …/abort` take the user's answer.
+ *
+ * @example
+ * router.use(interactionRoutes(() => provider, settings, records));
+ */
+export function interactionRoutes(
+  providerOf: () => Promise<Provider>,
+  settings: ResolvedProviderOptions,
+  records: ProviderRecords,
+): Router {
+  const router = Router();
+  const base = `${settings.pathPrefix}/interaction/:uid`;
+  const parseForm = express.urlencoded({ extended: false, limit: '2kb', parameterLimit: 5 });
+
+  async function signInAgainUrl(interaction: Interaction, shortfall: 'login' | 'fresh' | 'acr'): Promise<string> {
+    const returnTo = interactionUrl(settings, interaction.uid);
+    if (shortfall === 'login') return withQuery(settings.sessions.context.loginUrl, { return_to: returnTo });
+    // Only a sign-in after this moment counts as the fresh one prompt=login asked for.
+    await records.askedReauthentication(interaction.uid);
+    const acr: Record<string, string> =
+      typeof interaction.params.acr_values === 'string' ? { acr_values: interaction.params.acr_values } : {};
+    return withQuery(settings.stepUpUrl, { ...acr, return_to: returnTo });
+  }
+
+  async function finish(req: Request, res: Response, result: InteractionResults, merge: boolean): Promise<void> {
+    const provider = await providerOf();
+    await provider.interactionFinished(req, res, result, { mergeWithLastSubmission: merge });
+  }
+
+  router.get(base, async function continueProviderLogin(req: Request, res: Response) {
+    const provider = await providerOf();
+    const interaction = await provider.interactionDetails(req, res);
+    res.setHeader('Cache-Control', 'no-store');
+    if (interaction.prompt.name === 'login') {
+      const user = req.user;
+      const shortfall = sessionShortfall(user, interaction, {
+        nowSeconds: Math.floor(Date.now() / 1000),
+        reauthenticationAskedAt: await records.reauthenticationAskedAt(interaction.uid),
+      });
+      if (shortfall !== undefined || !user) {
+        debug(
+          'provider login %s: the portal session %s',
+          interaction.uid,
+          shortfall === 'login' ? 'is absent' : `needs step-up (${shortfall})`,
+        );
+        res.redirect(303, await signInAgainUrl(interaction, shortfall ?? 'login'));
+        return;
+      }
+      await forgetOtherAccount(provider, interaction, user.id);
+      const authentication = authenticationOf(user);
+      await records.saveAccount(user);
+      const login = {
+        accountId: user.id,
+        ts: authentication.authTime,
+        acr: authentication.acr,
+        amr: [...authentication.amr],
+        remember: true,
+      };
+      if (cameFromPortalPage(req, settings.issuer)) {
+        // The navigation began on a portal page (the login form): continue outside that page's form-action rule.
+        const resumeUrl = await provider.interactionResult(req, res, { login }, { mergeWithLastSubmission: false });
+        res.type('html').send(renderContinuePage(settings.assetsPath, resumeUrl));
+        return;
+      }
+      await finish(req, res, { login }, false);
+      return;
+    }
+    if (interaction.prompt.name === 'consent') {
+      const clientId = String(interaction.params.client_id);
+      const client = settings.clients.find((candidate) => candidate.clientId === clientId);
+      const missing = (interaction.prompt.details.missingOIDCScope as string[] | undefined) ?? [];
+      // The answer redirects to the client: its origin must be allowed as this page's form target.
+      extendFormAction(res, [new URL(String(interaction.params.redirect_uri)).origin]);
+      res.type('html').send(
+        renderConsentPage({
+          assetsPath: settings.assetsPath,
+          clientName: client?.name ?? clientId,
+          userName: req.user?.name ?? '',
+          scopes: missing,
+          allowAction: `${settings.pathPrefix}/interaction/${encodeURIComponent(interaction.uid)}/consent`,
+          denyAction: `${settings.pathPrefix}/interaction/${encodeURIComponent(interaction.uid)}/abort`,
+        }),
+      );
+      return;
+    }
+    throw new BadRequestError({ code: 'unsupported_interaction', detail: 'This sign-in step is not supported.' });
+  });
+
+  router.post(`${base}/consent`, parseForm, async function grantConsent(req: Request, res: Response) {
+    const provider = await providerOf();
+    const interaction = await provider.interactionDetails(req, res);
+    const accountId = interaction.session?.accountId;
+    // The consent is the portal user's: a browser whose portal session changed since the login step cannot give it.
+    if (interaction.prompt.name !== 'consent' || !accountId || req.user?.id !== accountId) {
+      throw new BadRequestError({ code: 'consent_not_expected', detail: 'There is no consent to give for this sign-in.' });
+    }
+    const clientId = String(interaction.params.client_id);
+    const grant = interaction.grantId
+      ? ((await provider.Grant.find(interaction.grantId)) ?? new provider.Grant({ accountId, clientId }))
+      : new provider.Grant({ accountId, clientId });
+    const missing = (interaction.prompt.details.missingOIDCScope as string[] | undefined) ?? [];
+    const claims = (interaction.prompt.details.missingOIDCClaims as string[] | undefined) ?? [];
+    if (missing.length > 0) grant.addOIDCScope(missing.join(' '));
+    if (claims.length > 0) grant.addOIDCClaims(claims);
+    const grantId = await grant.save();
+    await records.rememberConsent(accountId, clientId, missing);
+    await finish(req, res, { consent: { grantId } }, true);
+  });
+
+  router.post(`${base}/abort`, async function denyConsent(req: Request, res: Response) {
+    await finish(req, res, { error: 'access_denied', error_description: 'The user denied the request.' }, false);
+  });
+
+  router.use(base, function interactionFailed(error: unknown, _req: Request, _res: Response, next: NextFunction) {
+    // oidc-provider says an expired or unknown interaction as SessionNotFound: a 400 for the user, not a 500.
+    if (error instanceof Error && error.name === 'SessionNotFound') {
+      next(new BadRequestError({ code: 'interaction_expired', detail: 'This sign-in has expired. Start again from the app.' }));
+      return;
+    }
+    next(error);
+  });
+  return router;
+}
