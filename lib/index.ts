@@ -268,6 +268,10 @@ export type {
   IssuedDeviceTokens,
 } from './portal';
 
+// The portal as an OpenID Provider, for apps outside the parent domain.
+export { openidProvider } from './provider';
+export type { OpenidProviderRouter, OpenidProviderOptions, ProviderClient, ProviderGrantType, ProviderSessions } from './provider';
+
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
   namespace Express {
