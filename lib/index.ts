@@ -270,7 +270,14 @@ export type {
 
 // The portal as an OpenID Provider, for apps outside the parent domain.
 export { openidProvider } from './provider';
-export type { OpenidProviderRouter, OpenidProviderOptions, ProviderClient, ProviderGrantType, ProviderSessions } from './provider';
+export type {
+  OidcProviderInstance,
+  OpenidProviderRouter,
+  OpenidProviderOptions,
+  ProviderClient,
+  ProviderGrantType,
+  ProviderSessions,
+} from './provider';
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace

@@ -8,12 +8,25 @@ import { resolveProviderOptions, type OpenidProviderOptions } from './provider-o
 import { ProviderRecords } from './provider-records';
 import { endLinkedLogins, noteStoreOutage, portalSessionBridge } from './session-links';
 
+/**
+ * The part of an oidc-provider instance the kit's public types name. oidc-provider is an optional peer dependency,
+ * so its own types are not part of the kit's declarations: pass its `Provider` type to
+ * {@link OpenidProviderRouter.provider} to get them.
+ */
+export interface OidcProviderInstance {
+  readonly issuer: string;
+  on(event: string, listener: (...args: never[]) => void): unknown;
+}
+
 /** The router `openidProvider` returns. */
 export interface OpenidProviderRouter extends Router {
   /** Resolves once oidc-provider is loaded and subscribed to session ends; rejects when it is not installed. */
   readonly ready: Promise<void>;
-  /** The running oidc-provider instance, for advanced use (events, `Client.find`). */
-  provider(): Promise<Provider>;
+  /**
+   * The running oidc-provider instance, for advanced use (events, `Client.find`), e.g.
+   * `await op.provider<import('oidc-provider').default>()`.
+   */
+  provider<P extends OidcProviderInstance = OidcProviderInstance>(): Promise<P>;
   /** Stops listening for ended portal sessions. */
   close(): Promise<void>;
 }

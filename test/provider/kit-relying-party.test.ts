@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
+import type Provider from 'oidc-provider' with { 'resolution-mode': 'import' };
 import { errorHandler } from '../../lib/http';
 import { oidc } from '../../lib/oidc';
 import { ssoSession } from '../../lib/session';
@@ -115,7 +116,7 @@ describe("the kit's oidc() relying party against the portal provider", () => {
 
   it('refreshes its tokens at the provider', async () => {
     const agent = await signedInAtWiki();
-    const provider = await portal.op.provider();
+    const provider = await portal.op.provider<Provider>();
     const grants: string[] = [];
     provider.on('grant.success', (ctx) => grants.push(String(ctx.oidc.params?.grant_type)));
     const refreshed = await agent.request(`${wikiOrigin}/refresh`, { method: 'POST' });
