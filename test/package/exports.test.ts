@@ -49,6 +49,12 @@ describe('the published package', () => {
     ).not.toThrow();
   });
 
+  it('lists its public surface name by name in lib/index.ts (no export *)', () => {
+    const index = readFileSync(path.join(root, 'lib', 'index.ts'), 'utf8');
+    expect(index).not.toMatch(/export \*/);
+    expect(index).not.toMatch(/export type \*/);
+  });
+
   it('exports the same names from both entry points', () => {
     const esm = run('node', [
       '--input-type=module',

@@ -104,3 +104,16 @@ describe('installs from the lock file', () => {
     }
   }, 120_000);
 });
+
+describe('what an install of the kit brings', () => {
+  it('no command-line parser: QR images come from qrcode-generator, public suffixes from tldts', () => {
+    const manifest = JSON.parse(read('package.json')) as { dependencies: Record<string, string> };
+    expect(Object.keys(manifest.dependencies)).toEqual(expect.arrayContaining(['qrcode-generator', 'tldts']));
+    expect(manifest.dependencies.qrcode).toBeUndefined();
+    const lock = JSON.parse(read('package-lock.json')) as { packages: Record<string, { dev?: boolean; devOptional?: boolean }> };
+    const installed = Object.entries(lock.packages)
+      .filter(([location, entry]) => location !== '' && !entry.dev && !entry.devOptional)
+      .map(([location]) => location.replace(/.*node_modules\//, ''));
+    expect(installed.filter((name) => /^(yargs|commander|minimist|qrcode)$/.test(name))).toEqual([]);
+  });
+});
