@@ -1,8 +1,8 @@
 /** @type {import('jest').Config} */
 // The integration suites that matter most to an Express 4 app (the shared session, CSRF, the OIDC callback, QR
-// login, the portal, bad input on every kit route) run a second time with `express` resolved to Express 4 (the `express4` devDependency), for the
-// kit's own modules, the tests and the libraries they load alike: `npm run test:express4`.
-// test/package/express-major.test.ts proves which major is loaded.
+// login, the portal, bad input on every kit route) run a second time with `express` resolved to Express 4 (the
+// `express4` devDependency), for the kit's own modules, the tests and the libraries they load alike:
+// `npm run test:express4`. test/package/express-major.test.ts proves which major is loaded.
 const base = require('./jest.config.js');
 
 module.exports = {
