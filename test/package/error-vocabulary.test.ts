@@ -1,6 +1,7 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as kit from '../../lib';
+import { libCode } from '../helpers/lib-sources';
 
 // One error vocabulary: every error class the package exports carries a stable `code`, only HTTP errors carry a
 // `status` (and then it is the HTTP status), and docs/errors.md lists every code the kit throws or answers with its
@@ -53,14 +54,6 @@ const exportedErrorClasses = Object.entries(kit)
   .filter(([, value]) => typeof value === 'function' && value.prototype instanceof Error)
   .map(([name]) => name);
 
-function sourcesUnder(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) return sourcesUnder(full);
-    return entry.name.endsWith('.ts') ? [full] : [];
-  });
-}
-
 /** A code the sources answer or throw, where it is written, and its HTTP status when the source states it. */
 interface AnsweredCode {
   code: string;
@@ -74,15 +67,14 @@ interface AnsweredCode {
  * such as `loginRejected('invalid_state', …)`. Comments (TSDoc examples) are skipped.
  */
 function answeredCodes(): AnsweredCode[] {
-  const files = sourcesUnder(path.join(root, 'lib'));
-  const text = new Map(files.map((file) => [file, readFileSync(file, 'utf8').replace(/^\s*(\*|\/\/).*$/gm, '')]));
+  const text = libCode();
   const helpers = new Set<string>();
   for (const source of text.values()) {
     for (const match of source.matchAll(/(?:function (\w+)|const (\w+) = )\(code: string/g)) helpers.add((match[1] ?? match[2])!);
   }
   const found: AnsweredCode[] = [];
   for (const [file, source] of text) {
-    const where = path.relative(root, file);
+    const where = path.join('lib', file);
     for (const match of source.matchAll(/\bcode(?::| =) '([a-z][a-z0-9_]*)'/g)) {
       const before = source.slice(Math.max(0, match.index - 200), match.index);
       const construction = /new (\w+)\((\d{3}, )?\{[^{}]*$/.exec(before);
@@ -164,12 +156,11 @@ describe('the error vocabulary', () => {
       'portal/login-throttle.ts: the device-token key is missing',
       'basic/require-basic.ts: verify must resolve to null or a user',
     ];
-    const bare = sourcesUnder(path.join(root, 'lib')).flatMap((file) =>
-      readFileSync(file, 'utf8')
-        .replace(/^\s*(\*|\/\/).*$/gm, '')
+    const bare = [...libCode()].flatMap(([file, code]) =>
+      code
         .split(/\n(?=\s)/)
         .filter((statement) => /new (Error|TypeError|RangeError)\(/.test(statement))
-        .map((statement) => `${path.relative(path.join(root, 'lib'), file)}: ${statement.replace(/\s+/g, ' ').trim()}`),
+        .map((statement) => `${file}: ${statement.replace(/\s+/g, ' ').trim()}`),
     );
     const unlisted = bare.filter(
       (found) =>
