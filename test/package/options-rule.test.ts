@@ -219,6 +219,48 @@ describe('the options rule over every export of the package', () => {
   );
 });
 
+describe('a factory mounted as if it were the middleware', () => {
+  // `app.use(requireSession)` for `app.use(requireSession())`: Express would call the factory with (req, res, next).
+  const mountable = [
+    'ssoSession',
+    'requireSession',
+    'sessionsResource',
+    'csrfGuard',
+    'errorHandler',
+    'notFound',
+    'methodNotAllowed',
+    'requireRepresentation',
+    'securityHeaders',
+    'requireBearer',
+    'requiredScopes',
+    'claimCheck',
+    'claimEquals',
+    'claimIncludes',
+    'requirePermission',
+    'requireAuth',
+    'corsPreflight',
+    'requireBasic',
+    'oidc',
+    'oidcLogin',
+    'oidcCallback',
+    'oidcContext',
+    'oidcLogout',
+    'backchannelLogout',
+    'qrLoginProvider',
+    'qrLogin',
+    'loginPortal',
+    'openidProvider',
+  ];
+
+  it.each(mountable)('%s says it is a factory', (name) => {
+    const factory = (kit as unknown as Record<string, (...args: unknown[]) => unknown>)[name]!;
+    const req = { method: 'GET', url: '/', headers: {}, socket: {} };
+    expect(() => factory(req, {}, () => undefined)).toThrow(
+      expect.objectContaining({ code: 'invalid_options', message: expect.stringMatching(`^${name}: it is a factory`) }),
+    );
+  });
+});
+
 describe('wrong types and contradictions, through the same validator in every area', () => {
   const user: kit.LoginUser = { source: 's', subject: 'u', name: 'U', roles: [], method: 'password' };
 
