@@ -62,6 +62,26 @@ export type {
 export { RedisStore, MemoryStore, createRedisConnection, StoreUnavailableError, StoreWrongTypeError } from './store';
 export type { KeyValueStore, RedisStoreOptions, ReplicaWait, MemoryStoreOptions, RedisClient, RedisConnectionOptions } from './store';
 
+// Where second factors live (TOTP secrets sealed at rest, recovery code hashes, passkeys): on the kit store or PostgreSQL.
+export {
+  KeyValueCredentialStore,
+  PostgresCredentialStore,
+  CredentialConflictError,
+  createSecretSealer,
+  SealedSecretError,
+} from './credentials';
+export type {
+  CredentialStore,
+  StoredPasskey,
+  StoredTotp,
+  PostgresCredentialStoreOptions,
+  PgPool,
+  PgPoolClient,
+  PgQueryResult,
+  SecretSealer,
+  SecretSealerOptions,
+} from './credentials';
+
 // HTTP: errors as problem+json, the error handler, security headers, small handlers.
 export {
   HttpError,

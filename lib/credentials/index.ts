@@ -1,2 +1,11 @@
 export type { CredentialStore, StoredPasskey, StoredTotp } from './credential-store';
 export { CredentialConflictError } from './credential-store';
+export { KeyValueCredentialStore } from './kv-credential-store';
+export {
+  PostgresCredentialStore,
+  type PostgresCredentialStoreOptions,
+  type PgPool,
+  type PgPoolClient,
+  type PgQueryResult,
+} from './postgres-credential-store';
+export { createSecretSealer, SealedSecretError, type SecretSealer, type SecretSealerOptions } from './secret-sealer';
