@@ -28,7 +28,11 @@ export {
   identityId,
   parseIdentityId,
   DEFAULT_DIRECTORY_SOURCE,
+  meetsRequirement,
+  raiseAuthentication,
+  InsufficientAuthenticationError,
 } from './session';
+export type { AuthenticationLevel, AuthenticationRequirement } from './session';
 export type {
   SsoSessionOptions,
   SsoCsrfOptions,
@@ -118,6 +122,7 @@ export type {
 // Tokens: Bearer JWTs verified against keys or a JWKS, and the tokens the kit issues.
 export {
   requireBearer,
+  tokenMeets,
   requiredScopes,
   claimCheck,
   claimEquals,
