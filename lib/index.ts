@@ -304,6 +304,27 @@ export type {
   ProviderSessions,
 } from './provider';
 
+// Passkeys (WebAuthn): the ceremonies, free of Express, and passkey records on the kit store.
+export {
+  CredentialConflictError,
+  PasskeyCeremonies,
+  PasskeyVerificationError,
+  passkeyMethods,
+  passkeyOriginAllowed,
+  passkeyRecords,
+  passkeyUserHandle,
+} from './credentials';
+export type {
+  CredentialStore,
+  PasskeyAssertion,
+  PasskeyCeremonyOptions,
+  PasskeyRecords,
+  PasskeyRefusal,
+  PasskeyUser,
+  StoredPasskey,
+  StoredTotp,
+} from './credentials';
+
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
   namespace Express {

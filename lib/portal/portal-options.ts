@@ -1,7 +1,7 @@
 import { DEFAULT_DIRECTORY_SOURCE, sourceProblem } from '../session/identity';
 import { compileAllowedOrigins } from '../session/csrf-guard';
 import type { KeyValueStore } from '../store/port';
-import { checkOptions, OptionsError, type OptionSchema } from '../util/options';
+import { checkOptions, KIT_STORE_OPTION, OptionsError, type OptionSchema } from '../util/options';
 import { resolveThrottleOptions, type LoginThrottleOptions } from './login-throttle-options';
 import type { LoginLink } from './portal-pages';
 import type { UserDirectory } from './user-directory';
@@ -69,13 +69,7 @@ function usersProblem(users: Partial<UserDirectory>): string | undefined {
 
 const SCHEMA: OptionSchema = {
   users: { type: 'object', required: true, expected: 'a UserDirectory, e.g. fileUserDirectory("users.json")', check: usersProblem },
-  store: {
-    type: 'object',
-    required: true,
-    expected: 'the kit store (RedisStore or MemoryStore)',
-    check: (store: Partial<KeyValueStore>) =>
-      typeof store.increment === 'function' ? undefined : 'must be the kit store (RedisStore or MemoryStore)',
-  },
+  store: KIT_STORE_OPTION,
   throttle: { type: 'object', expected: '{ perAccountAndNetwork, perAccount, perNetwork, perDevice, … }' },
   title: { type: 'string', check: (title: string) => (title.trim() === '' ? 'must not be empty' : undefined) },
   qrLogin: { type: 'object', expected: LINK_EXAMPLE, check: linkProblem },
