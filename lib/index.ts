@@ -306,7 +306,6 @@ export type {
 
 // Passkeys (WebAuthn): the ceremonies, free of Express, and passkey records on the kit store.
 export {
-  CredentialConflictError,
   PasskeyCeremonies,
   PasskeyVerificationError,
   passkeyMethods,
@@ -314,16 +313,7 @@ export {
   passkeyRecords,
   passkeyUserHandle,
 } from './credentials';
-export type {
-  CredentialStore,
-  PasskeyAssertion,
-  PasskeyCeremonyOptions,
-  PasskeyRecords,
-  PasskeyRefusal,
-  PasskeyUser,
-  StoredPasskey,
-  StoredTotp,
-} from './credentials';
+export type { PasskeyAssertion, PasskeyCeremonyOptions, PasskeyRecords, PasskeyRefusal, PasskeyUser } from './credentials';
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
