@@ -21,6 +21,9 @@ export function portalProvider(config: DemoConfig, store: KeyValueStore, session
     store,
     sessions,
     cookieSecrets: [secretFor(config, 'portal-provider-cookies')],
+    // The partner's back-channel endpoint is reached through the demo's front door, on loopback (npm run demo) or
+    // the compose network: private addresses, which the provider refuses to call unless the operator opts in.
+    allowPrivateNetworkBackchannel: true,
     clients: [
       {
         ...partnerOidcClient(config),
