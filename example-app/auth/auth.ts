@@ -2,6 +2,7 @@
  * The auth site: the central login page of the domain. Users sign in here once, with a password, through the
  * corporate identity provider (OpenID Connect), or by scanning a QR code with a phone that is already signed in
  * (this site is also the QR provider); every other site of the domain then sees the login in the shared session.
+ * Apps on other domains sign in through this site as an OpenID Provider, with the same session.
  */
 import express, { type Express, type Request, type Response } from 'express';
 import {
@@ -23,17 +24,18 @@ import {
 import { demoDirectory } from '../common/accounts';
 import { origin, portalOidcClient, secretFor, sessionOptions, type DemoConfig } from '../common/config';
 import { runSite } from '../common/run-site';
+import { portalProvider } from './portal-provider';
 
 /**
  * QR login on this site, both sides: the provider (the QR page, the phone's confirmation page, the token API)
  * and the relying app that starts a login and finishes it at `/callback/qr`. Returns the portal's link to it.
  */
-function mountQrLogin(app: Express, config: DemoConfig, store: KeyValueStore): LoginPortalOptions['qrLogin'] {
+function mountQrLogin(app: Express, config: DemoConfig, store: KeyValueStore, keys: KeySet): LoginPortalOptions['qrLogin'] {
   const auth = origin(config, 'auth');
   const secret = secretFor(config, 'qr-app');
   const redirectUri = `${auth}/callback/qr`;
   // The phone app's tokens; QR access tokens live 7200 s (WeChat's expires_in), so revocations must too.
-  const tokens = new TokenService({ keys: KeySet.generate('ES256'), issuer: auth, store, accessTokenLifetimeSeconds: 7200 });
+  const tokens = new TokenService({ keys, issuer: auth, store, accessTokenLifetimeSeconds: 7200 });
   app.use(
     qrLoginProvider({
       store,
@@ -70,7 +72,12 @@ export function createAuth(config: DemoConfig, store: KeyValueStore): Express {
   const app = express();
   app.set('trust proxy', 'loopback, uniquelocal'); // the front door
   app.use(securityHeaders());
-  app.use(ssoSession(sessionOptions(config, store)));
+  const sessions = ssoSession(sessionOptions(config, store));
+  app.use(sessions);
+  // The portal's signing keys: its token service and its OpenID Provider publish the same JWKS.
+  const keys = KeySet.generate('ES256');
+  // Apps on other domains (the partner) sign in through the portal as an OpenID Provider, under /oidc.
+  if (config.openidProvider) app.use(portalProvider(config, store, sessions, keys));
   // Sign in with the corporate IdP: GET /login/demo-idp, GET /callback/demo-idp, back-channel logout.
   app.use(
     oidc({
@@ -85,7 +92,7 @@ export function createAuth(config: DemoConfig, store: KeyValueStore): Express {
     }),
   );
   // QR login's URLs must be https, or http on a loopback name (the default sso.localhost); elsewhere it stays off.
-  const qr = config.qrLogin ? mountQrLogin(app, config, store) : undefined;
+  const qr = config.qrLogin ? mountQrLogin(app, config, store, keys) : undefined;
   app.use(
     loginPortal({
       users: demoDirectory(),
