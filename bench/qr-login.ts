@@ -66,13 +66,16 @@ export function qrFixtures(redisUrl: string): QrFixtures {
 
 /**
  * The provider under test: `qrLoginProvider` on a RedisStore, ES256 tokens from a `TokenService`, the phone app
- * authenticated by an HS256 `requireBearer`, rate limits off (the bench is one client).
+ * authenticated by an HS256 `requireBearer`, rate limits off (the bench is one client). With `autoPipelining` the
+ * store's ioredis connection batches the commands of concurrent requests.
  *
  * @example
  * const { app, close } = qrProviderApp(fixtures);
  */
-export function qrProviderApp(fixtures: QrFixtures): CaseApp {
-  const store = new RedisStore(fixtures.redisUrl, { prefix: fixtures.prefix });
+export function qrProviderApp(fixtures: QrFixtures, autoPipelining = false): CaseApp {
+  // ioredis's enableAutoPipelining sends the commands of one event-loop turn in one socket write.
+  const connection = autoPipelining ? { url: fixtures.redisUrl, redisOptions: { enableAutoPipelining: true } } : fixtures.redisUrl;
+  const store = new RedisStore(connection, { prefix: fixtures.prefix });
   const tokenService = new TokenService({ keys: KeySet.generate('ES256'), issuer: ISSUER, store, accessTokenLifetimeSeconds: 7200 });
   const app = express();
   app.disable('x-powered-by');
@@ -103,7 +106,20 @@ export function qrProviderApp(fixtures: QrFixtures): CaseApp {
  * const [provider] = qrCases();
  */
 export function qrCases(): BenchCase<QrFixtures>[] {
-  return [{ name: 'provider', description: 'qrLoginProvider on Redis, ES256 tokens', app: qrProviderApp, requests: () => [] }];
+  return [
+    {
+      name: 'provider',
+      description: 'qrLoginProvider on Redis, ES256 tokens',
+      app: (fixtures) => qrProviderApp(fixtures),
+      requests: () => [],
+    },
+    {
+      name: 'provider-autopipelining',
+      description: 'the same, the RedisStore connection with enableAutoPipelining',
+      app: (fixtures) => qrProviderApp(fixtures, true),
+      requests: () => [],
+    },
+  ];
 }
 
 export const QR_STEPS = ['create', 'scan', 'confirm', 'redirect', 'exchange', 'userinfo'] as const;

@@ -39,8 +39,9 @@ export async function measureQr(
   warmupSeconds: number,
   placement: Placement,
   generator: LoadGenerator,
+  caseName = 'provider',
 ): Promise<QrRun> {
-  const server = await startCaseServer('qr-login', 'provider', fixtures, placement);
+  const server = await startCaseServer('qr-login', caseName, fixtures, placement);
   try {
     if (warmupSeconds > 0) await generator.runQr(server.url, fixtures, { concurrency: plan.concurrency, durationSeconds: warmupSeconds });
     const before = await server.cpuMicros();
@@ -97,6 +98,17 @@ export async function qrLoginSection(
     console.log(
       `  at ${rate} logins/s offered: login p50 ${fixed.steps.at(-1)?.p50.toFixed(1)} ms, p99 ${fixed.steps.at(-1)?.p99.toFixed(1)} ms`,
     );
+    const pipelined = await measureQr(
+      fixtures,
+      { concurrency: options.concurrency, durationSeconds },
+      warmupSeconds,
+      placement,
+      generator,
+      'provider-autopipelining',
+    );
+    console.log(
+      `  ${options.concurrency} in flight, enableAutoPipelining: ${pipelined.loginsPerSecond.toFixed(0)} logins/s, provider ${pipelined.providerCpuMsPerLogin.toFixed(2)} ms CPU/login`,
+    );
     const inFlight: Array<[number, QrRun]> = [[options.concurrency, main]];
     if (options.curve) {
       for (const concurrency of [1, 256]) {
@@ -126,6 +138,7 @@ export async function qrLoginSection(
       ...header,
       row(`${options.concurrency} in flight (best of ${options.rounds})`, main),
       row(`fixed rate ${rate} logins/s (50 % of max)`, fixed),
+      row(`${options.concurrency} in flight, store connection with enableAutoPipelining`, pipelined),
       ...inFlight
         .filter(([concurrency]) => concurrency !== options.concurrency)
         .map(([concurrency, run]) => row(`${concurrency} in flight`, run)),
