@@ -33,6 +33,8 @@ export type {
   SsoSessionOptions,
   SsoCsrfOptions,
   SsoSessionMiddleware,
+  SsoSessionCacheOptions,
+  SsoSessionCacheStatus,
   EstablishLoginOptions,
   RequireSessionOptions,
   SessionsResourceOptions,
