@@ -150,6 +150,7 @@ async function main(): Promise<void> {
   console.log(`processes: ${placement.summary}`);
   console.log(`1-minute load average at start: ${loadAtStart}`);
   const generator = LoadGenerator.start(placement);
+  let qrMarkdown = '';
   try {
     for (const [name, build] of builders) {
       if (only.length > 0 && !only.includes(name)) continue;
@@ -184,21 +185,28 @@ async function main(): Promise<void> {
         await suite.close?.();
       }
     }
+
+    if (only.length === 0 || only.includes('qr-login')) {
+      console.log('\nqr-login: complete logins (create, scan, confirm, redirect, exchange, userinfo), provider in its own process');
+      try {
+        const section = await qrLoginSection({
+          redisUrl,
+          placement,
+          generator,
+          durationSeconds: settings.durationSeconds,
+          warmupSeconds: settings.warmupSeconds,
+          rounds,
+          concurrency: 16,
+          curve: true,
+        });
+        qrMarkdown = section.markdown;
+      } catch (error) {
+        qrMarkdown = `Not measured: ${(error as Error).message}`;
+        console.log(`  qr-login failed: ${(error as Error).message}`);
+      }
+    }
   } finally {
     await generator.stop();
-  }
-
-  let qrMarkdown = '';
-  if (only.length === 0 || only.includes('qr-login')) {
-    console.log('\nqr-login: runQrLoginBench (complete logins, not autocannon)');
-    try {
-      const section = await qrLoginSection({ logins: 300, concurrency: 16, redisUrl });
-      console.log(section.text);
-      qrMarkdown = section.markdown;
-    } catch (error) {
-      qrMarkdown = `Not measured: ${(error as Error).message}`;
-      console.log(`  qr-login failed: ${(error as Error).message}`);
-    }
   }
 
   const seconds = Math.round((Date.now() - started) / 1000);
@@ -233,7 +241,7 @@ async function main(): Promise<void> {
       ? [
           '## QR login',
           '',
-          "`runQrLoginBench` runs in the runner's process after the suites above (provider and client in one process, not pinned).",
+          `The provider (\`qrLoginProvider\` on Redis, ES256 tokens) runs in its own process (${placement.serverCpu === undefined ? 'not pinned' : `pinned to CPU ${placement.serverCpu}`}); the client drives complete logins from the load generator's process (${placement.loadCpu === undefined ? 'not pinned' : `CPU ${placement.loadCpu}`}) over keep-alive HTTP. A login is six requests: create, scan, confirm, redirect, exchange, userinfo. "provider CPU ms/login" is the provider process's user + system CPU over the measured run ÷ completed logins; "per core" is what one fully busy core would serve at that cost.`,
           '',
           qrMarkdown,
           '',

@@ -37,6 +37,8 @@ export type {
   SsoSessionOptions,
   SsoCsrfOptions,
   SsoSessionMiddleware,
+  SsoSessionCacheOptions,
+  SsoSessionCacheStatus,
   EstablishLoginOptions,
   RequireSessionOptions,
   SessionsResourceOptions,
