@@ -88,4 +88,58 @@ describe('the partner app on another domain, through the portal as OpenID Provid
     expect(cspViolations).toEqual([]);
     await context.close();
   });
+  async function signInAtShop(page: Page, username: string): Promise<void> {
+    await page.goto(t.url('shop'));
+    await page.waitForURL((url) => url.hostname === `auth.${t.domain}`);
+    await page.getByLabel('Username').fill(username);
+    await page.getByLabel('Password').fill(`${username}-password`);
+    await Promise.all([page.waitForURL(t.url('shop')), page.getByRole('button', { name: 'Sign in' }).click()]);
+  }
+
+  it("signs in at the portal in the middle of the partner's login, and the partner's sign-out ends the portal session too", async () => {
+    const { context, page } = await newWatchedPage(browser, cspViolations);
+    await page.goto(t.url('partner'));
+    await page.waitForURL((url) => url.href.startsWith(t.url('auth', '/login')));
+    await page.getByLabel('Username').fill('bob');
+    await page.getByLabel('Password').fill('bob-password');
+    // The login form's redirect chain ends on another domain: the portal continues it outside the form's CSP.
+    await Promise.all([page.waitForURL(t.url('partner')), page.getByRole('button', { name: 'Sign in' }).click()]);
+    await expect(page.locator('#who').getAttribute('data-user-id')).resolves.toMatch(/\|directory:demo\|bob$/);
+
+    await Promise.all([
+      page.waitForURL((url) => url.href.startsWith(t.url('auth', '/oidc/session/end'))),
+      page.getByRole('button', { name: /Sign out/ }).click(),
+    ]);
+    await checkPage(page, 'provider-logout-confirm');
+    await Promise.all([page.waitForURL(t.url('partner', '/signed-out')), page.getByRole('button', { name: 'Sign out' }).click()]);
+    await page.locator('#signed-out').waitFor();
+    // The parent-domain session ended too: the shop asks for a sign-in.
+    await page.goto(t.url('shop'));
+    await page.waitForURL((url) => url.href.startsWith(t.url('auth', '/login')));
+    expect(cspViolations).toEqual([]);
+    await context.close();
+  });
+
+  it("signs the partner out when the browser's portal session is revoked from another browser on the sessions page", async () => {
+    const laptop = await newWatchedPage(browser, cspViolations);
+    await signInAtShop(laptop.page, 'alice');
+    await laptop.page.goto(t.url('partner'));
+    await laptop.page.waitForURL(t.url('partner'));
+    const probe = await laptop.context.newPage();
+    await probe.goto(t.url('partner', '/signed-out'));
+    expect(await partnerStatus(probe, 200)).toBe(200);
+
+    const phone = await newWatchedPage(browser, cspViolations);
+    await signInAtShop(phone.page, 'alice');
+    await phone.page.goto(t.url('auth', '/sessions'));
+    const other = phone.page.locator('li:not([aria-current="true"])', { has: phone.page.getByRole('button', { name: /Revoke/ }) });
+    // The other tests end their sessions, so the laptop's is alice's only other browser.
+    await expect(other.count()).resolves.toBe(1);
+    await Promise.all([phone.page.waitForURL(/revoked=1/), other.getByRole('button', { name: /Revoke/ }).click()]);
+    await checkPage(phone.page, 'portal-sessions-revoked');
+    expect(await partnerStatus(probe, 401)).toBe(401);
+    expect(cspViolations).toEqual([]);
+    await laptop.context.close();
+    await phone.context.close();
+  });
 });

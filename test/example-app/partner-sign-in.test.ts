@@ -69,6 +69,21 @@ describe.each([
       expect(status).toBe(401);
     });
 
+    // As the demo wires it (front door and provider); test/provider/issuer-urls.test.ts holds the provider to it alone.
+    it("publishes the portal provider's URLs under its issuer, whatever X-Forwarded-Host the request carries", async () => {
+      const agent = new TestUserAgent('localhost');
+      const discovery = await agent.request(url('auth', '/.well-known/openid-configuration'), {
+        headers: { Accept: 'application/json', 'X-Forwarded-Host': 'evil.test' },
+      });
+      expect(discovery.status).toBe(200);
+      const document = JSON.parse(discovery.body) as Record<string, string>;
+      const issuer = new URL(url('auth')).origin;
+      expect(document.issuer).toBe(issuer);
+      for (const name of ['authorization_endpoint', 'token_endpoint', 'jwks_uri', 'userinfo_endpoint', 'end_session_endpoint']) {
+        expect({ name, url: document[name] }).toEqual({ name, url: expect.stringMatching(new RegExp(`^${issuer}/oidc/`)) });
+      }
+    });
+
     it('refuses a partner callback that did not start at the partner (no transaction), changing nothing', async () => {
       const agent = new TestUserAgent('localhost');
       const callback = await agent.request(url('partner', '/callback/portal?code=forged&state=forged'));
