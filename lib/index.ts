@@ -31,6 +31,7 @@ export {
   meetsRequirement,
   raiseAuthentication,
   InsufficientAuthenticationError,
+  raiseSessionAuthentication,
 } from './session';
 export type { AuthenticationLevel, AuthenticationRequirement } from './session';
 export type {
@@ -73,8 +74,13 @@ export {
   CredentialConflictError,
   createSecretSealer,
   SealedSecretError,
+  TotpAuthenticator,
+  RecoveryCodes,
+  RECOVERY_CODE_COUNT,
 } from './credentials';
 export type {
+  TotpAuthenticatorOptions,
+  TotpCheck,
   CredentialStore,
   StoredPasskey,
   StoredTotp,
@@ -271,10 +277,14 @@ export {
   verifyPasswordHash,
   parsePasswordHash,
   LoginThrottle,
+  totpFactor,
+  recoveryCodeFactor,
 } from './portal';
 export type {
   LoginPortalOptions,
   PortalLoginLink,
+  PortalTwoFactorOptions,
+  SecondFactor,
   UserDirectory,
   DirectoryUser,
   UserRecord,

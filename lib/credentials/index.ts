@@ -9,3 +9,5 @@ export {
   type PgQueryResult,
 } from './postgres-credential-store';
 export { createSecretSealer, SealedSecretError, type SecretSealer, type SecretSealerOptions } from './secret-sealer';
+export { TotpAuthenticator, type TotpAuthenticatorOptions, type TotpCheck } from './totp-authenticator';
+export { RecoveryCodes, RECOVERY_CODE_COUNT } from './recovery-codes';
