@@ -195,6 +195,10 @@ export type {
   RequireAuthOptions,
 } from './rbac';
 
+// Access control in one place: host/path/method rules, first match wins, closed by default.
+export { accessPolicy } from './access';
+export type { AccessPolicyOptions, AccessPolicyLevel, AccessRule } from './access';
+
 // CORS preflight for cross-origin API calls with the session cookie.
 export { corsPreflight, compileOrigins } from './cors';
 export type { CorsPreflightOptions, OriginMatcher } from './cors';

@@ -8,6 +8,7 @@ import {
   errorHandler,
   hashAppSecret,
   KeySet,
+  KeyValueCredentialStore,
   loginPortal,
   notFound,
   oidc,
@@ -23,6 +24,7 @@ import {
 import { demoDirectory } from '../common/accounts';
 import { origin, portalOidcClient, secretFor, sessionOptions, type DemoConfig } from '../common/config';
 import { runSite } from '../common/run-site';
+import { demoAccessPolicy } from '../common/access';
 
 /**
  * QR login on this site, both sides: the provider (the QR page, the phone's confirmation page, the token API)
@@ -71,6 +73,7 @@ export function createAuth(config: DemoConfig, store: KeyValueStore): Express {
   app.set('trust proxy', 'loopback, uniquelocal'); // the front door
   app.use(securityHeaders());
   app.use(ssoSession(sessionOptions(config, store)));
+  app.use(demoAccessPolicy(config));
   // Sign in with the corporate IdP: GET /login/demo-idp, GET /callback/demo-idp, back-channel logout.
   app.use(
     oidc({
@@ -93,6 +96,12 @@ export function createAuth(config: DemoConfig, store: KeyValueStore): Express {
       throttle: { deviceTokenSecret: secretFor(config, 'device-tokens') },
       ...(qr ? { qrLogin: qr } : {}),
       providers: [{ href: '/login/demo-idp', label: 'Sign in with the Demo IdP' }],
+      // Authenticator apps and recovery codes (/two-factor), and the step-up page routes needing two factors use.
+      twoFactor: {
+        credentials: new KeyValueCredentialStore(store),
+        sealingKey: secretFor(config, 'totp-sealing'),
+        issuer: 'SSO Demo',
+      },
     }),
   );
   app.get('/', function portalHome(req: Request, res: Response) {
