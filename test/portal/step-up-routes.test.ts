@@ -2,14 +2,16 @@ import { randomBytes } from 'node:crypto';
 import express, { type Express } from 'express';
 import { TOTP, Secret } from 'otpauth';
 import request from 'supertest';
-import { KeyValueCredentialStore } from '../../lib/credentials';
+import { Pool } from 'pg';
+import { KeyValueCredentialStore, PostgresCredentialStore, type CredentialStore } from '../../lib/credentials';
 import { errorHandler, securityHeaders } from '../../lib/http';
 import { loginPortal } from '../../lib/portal/login-portal';
 import { DEFAULT_DIRECTORY_SOURCE, fileUserDirectory, type UserDirectory } from '../../lib/portal/user-directory';
 import { requireSession, ssoSession } from '../../lib/session';
 import { hashPassword } from '../../lib/util/password-hash';
 import { expectProblem } from '../helpers/problem';
-import { testRedisStore } from '../helpers/redis';
+import { testPostgresSchema } from '../helpers/postgres';
+import { freePort, testRedisStore } from '../helpers/redis';
 
 const AUTH = 'auth.example.test';
 const AUTH_ORIGIN = `https://${AUTH}`;
@@ -75,13 +77,53 @@ const codeAt = (secret: string, offsetSteps = 0) =>
     timestamp: Date.now() + offsetSteps * 30_000,
   });
 
-describe('the portal’s second factors and step-up page', () => {
+type Factors = { credentials: CredentialStore; cleanup: () => Promise<void> };
+
+const credentialStores: Array<[string, (redis: Awaited<ReturnType<typeof testRedisStore>>) => Promise<Factors>]> = [
+  ['Redis', async (redis) => ({ credentials: new KeyValueCredentialStore(redis.store), cleanup: async () => undefined })],
+  [
+    'PostgreSQL',
+    async () => {
+      const pg = await testPostgresSchema('step_up');
+      return { credentials: new PostgresCredentialStore(pg.pool, { schema: pg.schema }), cleanup: pg.cleanup };
+    },
+  ],
+];
+
+/** The portal with second factors kept in `credentials`, and a two-factor route, on the test Redis. */
+async function portalApp(
+  redis: Awaited<ReturnType<typeof testRedisStore>>,
+  users: UserDirectory,
+  credentials: CredentialStore,
+): Promise<Express> {
+  const app = express();
+  app.set('trust proxy', true);
+  app.use(securityHeaders());
+  app.use(ssoSession({ store: redis.store, cookieDomain: 'example.test', secret: SECRET, loginUrl: `${AUTH_ORIGIN}/login` }));
+  app.use(
+    loginPortal({
+      users,
+      store: redis.store,
+      throttle: { perAccountAndNetwork: { failures: 3, windowSeconds: 900 } },
+      twoFactor: { credentials, sealingKey: randomBytes(32), issuer: 'Example' },
+    }),
+  );
+  app.get('/admin', requireSession({ acr: '2fa', maxAgeSeconds: 300 }), (req, res) => {
+    res.json({ id: req.user!.id, acr: req.user!.authentication?.acr, amr: req.user!.authentication?.amr });
+  });
+  app.use(errorHandler({ log: false }));
+  return app;
+}
+
+describe.each(credentialStores)('the portal’s second factors and step-up page, factors in %s', (_name, openFactors) => {
   let redis: Awaited<ReturnType<typeof testRedisStore>>;
+  let factors: Factors;
   let users: UserDirectory;
   let app: Express;
 
   beforeAll(async () => {
     redis = await testRedisStore('step-up-portal');
+    factors = await openFactors(redis);
     // One account per test, so one test's enrolment never changes what another test starts from.
     const names = ['alice', 'bob', ...Array.from({ length: 20 }, (_, index) => `user${index}`)];
     users = fileUserDirectory(
@@ -95,24 +137,12 @@ describe('the portal’s second factors and step-up page', () => {
         })),
       ),
     );
-    app = express();
-    app.set('trust proxy', true);
-    app.use(securityHeaders());
-    app.use(ssoSession({ store: redis.store, cookieDomain: 'example.test', secret: SECRET, loginUrl: `${AUTH_ORIGIN}/login` }));
-    app.use(
-      loginPortal({
-        users,
-        store: redis.store,
-        throttle: { perAccountAndNetwork: { failures: 3, windowSeconds: 900 } },
-        twoFactor: { credentials: new KeyValueCredentialStore(redis.store), sealingKey: randomBytes(32), issuer: 'Example' },
-      }),
-    );
-    app.get('/admin', requireSession({ acr: '2fa', maxAgeSeconds: 300 }), (req, res) => {
-      res.json({ id: req.user!.id, acr: req.user!.authentication?.acr, amr: req.user!.authentication?.amr });
-    });
-    app.use(errorHandler({ log: false }));
+    app = await portalApp(redis, users, factors.credentials);
   });
-  afterAll(() => redis.cleanup());
+  afterAll(async () => {
+    await factors?.cleanup();
+    await redis?.cleanup();
+  });
 
   async function signIn(username: string): Promise<Browser> {
     const browser = new Browser(app);
@@ -301,5 +331,25 @@ describe('the portal’s second factors and step-up page', () => {
       expect((await other.post('/step-up', { ...formFields(page.text, 'recovery'), code: codes[2] as string })).status).toBe(401);
       expect((await other.post('/step-up', { ...formFields(page.text, 'recovery'), code: fresh[0] as string })).status).toBe(303);
     });
+  });
+});
+
+describe('the step-up page when the credential store is down', () => {
+  it('fails closed with 503, never "no second factor"', async () => {
+    const redis = await testRedisStore('step-up-outage');
+    const pool = new Pool({ host: '127.0.0.1', port: await freePort(), user: 'postgres', database: 'test', connectionTimeoutMillis: 2000 });
+    try {
+      const users = fileUserDirectory([
+        { id: 'alice', username: 'alice', name: 'alice', roles: [], passwordHash: await hashPassword('alice-password', FAST) },
+      ]);
+      const app = await portalApp(redis, users, new PostgresCredentialStore(pool, { schema: 'ssotest_down' }));
+      const browser = new Browser(app);
+      expect((await browser.post('/login', { username: 'alice', password: 'alice-password', return_to: '' })).status).toBe(302);
+      expectProblem(await browser.get('/step-up?acr=2fa'), 503, 'store_unavailable');
+      expectProblem(await browser.get('/two-factor/totp'), 503, 'store_unavailable');
+    } finally {
+      await pool.end();
+      await redis.cleanup();
+    }
   });
 });
