@@ -166,6 +166,7 @@ export type {
   JsonWebKeySet,
   TokenServiceOptions,
   AccessTokenInput,
+  TokenAuthentication,
   IdTokenInput,
   IssuedToken,
   IssuedTokens,
