@@ -9,6 +9,7 @@ import {
   errorHandler,
   hashAppSecret,
   KeySet,
+  KeyValueCredentialStore,
   loginPortal,
   notFound,
   oidc,
@@ -25,6 +26,7 @@ import { demoDirectory } from '../common/accounts';
 import { origin, portalOidcClient, secretFor, sessionOptions, type DemoConfig } from '../common/config';
 import { runSite } from '../common/run-site';
 import { portalProvider } from './portal-provider';
+import { demoAccessPolicy } from '../common/access';
 
 /**
  * QR login on this site, both sides: the provider (the QR page, the phone's confirmation page, the token API)
@@ -74,6 +76,7 @@ export function createAuth(config: DemoConfig, store: KeyValueStore): Express {
   app.use(securityHeaders());
   const sessions = ssoSession(sessionOptions(config, store));
   app.use(sessions);
+  app.use(demoAccessPolicy(config));
   // The portal's signing keys: its token service and its OpenID Provider publish the same JWKS.
   const keys = KeySet.generate('ES256');
   // Apps on other domains (the partner) sign in through the portal as an OpenID Provider, under /oidc.
@@ -100,6 +103,12 @@ export function createAuth(config: DemoConfig, store: KeyValueStore): Express {
       throttle: { deviceTokenSecret: secretFor(config, 'device-tokens') },
       ...(qr ? { qrLogin: qr } : {}),
       providers: [{ href: '/login/demo-idp', label: 'Sign in with the Demo IdP' }],
+      // Authenticator apps and recovery codes (/two-factor), and the step-up page routes needing two factors use.
+      twoFactor: {
+        credentials: new KeyValueCredentialStore(store),
+        sealingKey: secretFor(config, 'totp-sealing'),
+        issuer: 'SSO Demo',
+      },
     }),
   );
   app.get('/', function portalHome(req: Request, res: Response) {

@@ -28,3 +28,4 @@ export {
   type AuthenticationLevel,
   type AuthenticationRequirement,
 } from './step-up';
+export { raiseSessionAuthentication } from './raise-authentication';
