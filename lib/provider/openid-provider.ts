@@ -39,7 +39,9 @@ async function loadOidcProvider(): Promise<OidcProviderModule> {
   try {
     return await import('oidc-provider');
   } catch (error) {
-    throw new Error('openidProvider needs the optional peer dependency oidc-provider@9: run `npm install oidc-provider@^9`', {
+    throw new HttpError(500, {
+      code: 'provider_misconfigured',
+      detail: 'openidProvider needs the optional peer dependency oidc-provider@9: run `npm install oidc-provider@^9`',
       cause: error,
     });
   }
