@@ -65,6 +65,8 @@ export interface BenchSuite<F = unknown> {
 
 export interface CaseResult {
   suite: string;
+  /** p50 and p99 at a fixed offered rate (half the best round's req/s), filled in by the runner. */
+  atRate?: { ratePerSecond: number; p50Ms: number; p99Ms: number; failures: number };
   name: string;
   description: string;
   requestsPerSecond: number;
@@ -338,6 +340,7 @@ export async function measureCase(
   settings: LoadSettings,
   placement: Placement,
   generator: LoadGenerator,
+  ratePerSecond?: number,
 ): Promise<CaseResult> {
   const server = await startCaseServer(suite.name, benchCase.name, suite.fixtures, placement);
   try {
@@ -346,7 +349,7 @@ export async function measureCase(
     if (settings.warmupSeconds > 0) await generator.run(url, requests, settings, settings.warmupSeconds);
     const cpuBefore = await server.cpuMicros();
     const wallBefore = performance.now();
-    const figures = await generator.run(url, requests, settings, settings.durationSeconds);
+    const figures = await generator.run(url, requests, settings, settings.durationSeconds, ratePerSecond);
     const cpuAfter = await server.cpuMicros();
     const wallMicros = (performance.now() - wallBefore) * 1000;
     const serverCpu = cpuAfter - cpuBefore;

@@ -28,7 +28,7 @@ const debug = debugChannel('session');
  * only after tracking is on again.
  */
 export const SESSION_CACHE_CONNECTION_NAME = 'sso-session-cache';
-const TRACKER_CONNECTION = { connectionName: SESSION_CACHE_CONNECTION_NAME, autoResubscribe: false };
+const TRACKER_CONNECTION = { connectionName: SESSION_CACHE_CONNECTION_NAME, autoResubscribe: false, lazyConnect: false };
 
 const SCHEMA: OptionSchema = {
   maxEntries: { type: 'integer', expected: 'a whole number of sessions from 1 to 10000000', check: within(1, 10_000_000) },

@@ -1,93 +1,14 @@
-import { Agent, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import express from 'express';
+import { Agent } from 'node:http';
 import Redis from 'ioredis';
-import { errorHandler } from '../../lib/http';
-import { establishLogin, logout, requireSession, ssoSession, type SsoSessionMiddleware } from '../../lib/session';
-import { SESSION_CACHE_CONNECTION_NAME, SessionCache } from '../../lib/session/session-cache';
+import { ssoSession } from '../../lib/session';
+import { SessionCache } from '../../lib/session/session-cache';
 import { MemoryStore, RedisStore } from '../../lib/store';
+import { invalidationClientIds, startCachedApp, until, type CachedApp } from '../helpers/cached-session-apps';
 import { deleteByPrefix, testPrefix } from '../helpers/redis';
-import { SESSION_COOKIE, TEST_SECRET, TEST_SOURCE, userId } from '../helpers/sso-apps';
+import { SESSION_COOKIE, TEST_SECRET, userId } from '../helpers/sso-apps';
 import { plainRequest } from '../helpers/sso-load-apps';
 
 const REDIS_URL = process.env.SSO_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-
-/** One app of the parent domain ("one process"): its own Redis connection, its own session cache. */
-interface CachedApp {
-  url: string;
-  host: string;
-  sso: SsoSessionMiddleware;
-  store: RedisStore;
-  close(): Promise<void>;
-}
-
-async function startApp(prefix: string, host: string, cache: object | undefined): Promise<CachedApp> {
-  const store = new RedisStore(REDIS_URL, { prefix });
-  const sso = ssoSession({
-    store,
-    cookieDomain: 'example.test',
-    secret: TEST_SECRET,
-    loginUrl: 'https://auth.example.test/login',
-    ...(cache ? { cache } : {}),
-  });
-  const app = express();
-  app.set('trust proxy', 'loopback');
-  app.use(sso);
-  app.post('/login/:id', async (req, res, next) => {
-    try {
-      await establishLogin(req, { source: TEST_SOURCE, subject: String(req.params.id), name: 'U', roles: [], method: 'password' });
-      res.status(204).end();
-    } catch (error) {
-      next(error);
-    }
-  });
-  app.post('/logout', async (req, res, next) => {
-    try {
-      await logout(req, res);
-      res.status(204).end();
-    } catch (error) {
-      next(error);
-    }
-  });
-  app.get('/me', requireSession(), (req, res) => {
-    res.json({ id: req.user!.id });
-  });
-  app.use(errorHandler({ log: false }));
-  const server = await new Promise<Server>((resolve) => {
-    const created = app.listen(0, '127.0.0.1', () => resolve(created));
-  });
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    host,
-    sso,
-    store,
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-      await sso.manager.close();
-      await store.close();
-    },
-  };
-}
-
-async function until(check: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<number> {
-  const started = Date.now();
-  for (;;) {
-    if (await check()) return Date.now() - started;
-    if (Date.now() - started > timeoutMs) throw new Error(`${what} did not happen within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 2));
-  }
-}
-
-/** The ids of the session caches' invalidation connections on the test Redis. */
-async function invalidationClientIds(admin: Redis): Promise<string[]> {
-  const list = String(await admin.client('LIST'));
-  return list
-    .split('\n')
-    .filter((line) => line.includes(` name=${SESSION_CACHE_CONNECTION_NAME} `))
-    .map((line) => /(?:^|\s)id=(\d+)/.exec(line)?.[1] ?? '')
-    .filter(Boolean);
-}
 
 describe('ssoSession({ cache }): sessions cached per process, kept coherent by Redis invalidations', () => {
   const agent = new Agent({ keepAlive: true });
@@ -113,8 +34,8 @@ describe('ssoSession({ cache }): sessions cached per process, kept coherent by R
 
   beforeEach(async () => {
     prefix = testPrefix('session-cache');
-    auth = await startApp(prefix, 'auth.example.test', { maxAgeSeconds: 600 });
-    shop = await startApp(prefix, 'shop.example.test', { maxAgeSeconds: 600 });
+    auth = await startCachedApp(new RedisStore(REDIS_URL, { prefix }), 'auth.example.test', { maxAgeSeconds: 600 });
+    shop = await startCachedApp(new RedisStore(REDIS_URL, { prefix }), 'shop.example.test', { maxAgeSeconds: 600 });
     await until(() => auth.sso.cache!.ready && shop.sso.cache!.ready, 10_000, 'the caches tracking');
   });
 
@@ -184,7 +105,7 @@ describe('ssoSession({ cache }): sessions cached per process, kept coherent by R
 
   it('keeps at most maxEntries sessions, dropping the least recently used', async () => {
     await shop.close();
-    shop = await startApp(prefix, 'shop.example.test', { maxEntries: 2, maxAgeSeconds: 600 });
+    shop = await startCachedApp(new RedisStore(REDIS_URL, { prefix }), 'shop.example.test', { maxEntries: 2, maxAgeSeconds: 600 });
     await until(() => shop.sso.cache!.ready, 10_000, 'the cache tracking');
     const [first, second, third] = [await login('g1'), await login('g2'), await login('g3')];
     await warm(first!);
