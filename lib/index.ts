@@ -28,11 +28,18 @@ export {
   identityId,
   parseIdentityId,
   DEFAULT_DIRECTORY_SOURCE,
+  meetsRequirement,
+  raiseAuthentication,
+  InsufficientAuthenticationError,
+  raiseSessionAuthentication,
 } from './session';
+export type { AuthenticationLevel, AuthenticationRequirement } from './session';
 export type {
   SsoSessionOptions,
   SsoCsrfOptions,
   SsoSessionMiddleware,
+  SsoSessionCacheOptions,
+  SsoSessionCacheStatus,
   EstablishLoginOptions,
   RequireSessionOptions,
   SessionsResourceOptions,
@@ -61,6 +68,31 @@ export type {
 // Stores: the key-value port sessions and throttles live in, on Redis or in memory.
 export { RedisStore, MemoryStore, createRedisConnection, StoreUnavailableError, StoreWrongTypeError } from './store';
 export type { KeyValueStore, RedisStoreOptions, ReplicaWait, MemoryStoreOptions, RedisClient, RedisConnectionOptions } from './store';
+
+// Where second factors live (TOTP secrets sealed at rest, recovery code hashes, passkeys): on the kit store or PostgreSQL.
+export {
+  KeyValueCredentialStore,
+  PostgresCredentialStore,
+  CredentialConflictError,
+  createSecretSealer,
+  SealedSecretError,
+  TotpAuthenticator,
+  RecoveryCodes,
+  RECOVERY_CODE_COUNT,
+} from './credentials';
+export type {
+  TotpAuthenticatorOptions,
+  TotpCheck,
+  CredentialStore,
+  StoredPasskey,
+  StoredTotp,
+  PostgresCredentialStoreOptions,
+  PgPool,
+  PgPoolClient,
+  PgQueryResult,
+  SecretSealer,
+  SecretSealerOptions,
+} from './credentials';
 
 // HTTP: errors as problem+json, the error handler, security headers, small handlers.
 export {
@@ -98,6 +130,7 @@ export type {
 // Tokens: Bearer JWTs verified against keys or a JWKS, and the tokens the kit issues.
 export {
   requireBearer,
+  tokenMeets,
   requiredScopes,
   claimCheck,
   claimEquals,
@@ -135,6 +168,7 @@ export type {
   JsonWebKeySet,
   TokenServiceOptions,
   AccessTokenInput,
+  TokenAuthentication,
   IdTokenInput,
   IssuedToken,
   IssuedTokens,
@@ -163,6 +197,10 @@ export type {
   PermissionCheckContext,
   RequireAuthOptions,
 } from './rbac';
+
+// Access control in one place: host/path/method rules, first match wins, closed by default.
+export { accessPolicy } from './access';
+export type { AccessPolicyOptions, AccessPolicyLevel, AccessRule } from './access';
 
 // CORS preflight for cross-origin API calls with the session cookie.
 export { corsPreflight, compileOrigins } from './cors';
@@ -246,10 +284,14 @@ export {
   verifyPasswordHash,
   parsePasswordHash,
   LoginThrottle,
+  totpFactor,
+  recoveryCodeFactor,
 } from './portal';
 export type {
   LoginPortalOptions,
   PortalLoginLink,
+  PortalTwoFactorOptions,
+  SecondFactor,
   UserDirectory,
   DirectoryUser,
   UserRecord,
@@ -278,6 +320,17 @@ export type {
   ProviderGrantType,
   ProviderSessions,
 } from './provider';
+
+// Passkeys (WebAuthn): the ceremonies, free of Express, and passkey records on the kit store.
+export {
+  PasskeyCeremonies,
+  PasskeyVerificationError,
+  passkeyMethods,
+  passkeyOriginAllowed,
+  passkeyRecords,
+  passkeyUserHandle,
+} from './credentials';
+export type { PasskeyAssertion, PasskeyCeremonyOptions, PasskeyRecords, PasskeyRefusal, PasskeyUser } from './credentials';
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace

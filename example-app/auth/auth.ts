@@ -2,12 +2,14 @@
  * The auth site: the central login page of the domain. Users sign in here once, with a password, through the
  * corporate identity provider (OpenID Connect), or by scanning a QR code with a phone that is already signed in
  * (this site is also the QR provider); every other site of the domain then sees the login in the shared session.
+ * Apps on other domains sign in through this site as an OpenID Provider, with the same session.
  */
 import express, { type Express, type Request, type Response } from 'express';
 import {
   errorHandler,
   hashAppSecret,
   KeySet,
+  KeyValueCredentialStore,
   loginPortal,
   notFound,
   oidc,
@@ -23,17 +25,19 @@ import {
 import { demoDirectory } from '../common/accounts';
 import { origin, portalOidcClient, secretFor, sessionOptions, type DemoConfig } from '../common/config';
 import { runSite } from '../common/run-site';
+import { portalProvider } from './portal-provider';
+import { demoAccessPolicy } from '../common/access';
 
 /**
  * QR login on this site, both sides: the provider (the QR page, the phone's confirmation page, the token API)
  * and the relying app that starts a login and finishes it at `/callback/qr`. Returns the portal's link to it.
  */
-function mountQrLogin(app: Express, config: DemoConfig, store: KeyValueStore): LoginPortalOptions['qrLogin'] {
+function mountQrLogin(app: Express, config: DemoConfig, store: KeyValueStore, keys: KeySet): LoginPortalOptions['qrLogin'] {
   const auth = origin(config, 'auth');
   const secret = secretFor(config, 'qr-app');
   const redirectUri = `${auth}/callback/qr`;
   // The phone app's tokens; QR access tokens live 7200 s (WeChat's expires_in), so revocations must too.
-  const tokens = new TokenService({ keys: KeySet.generate('ES256'), issuer: auth, store, accessTokenLifetimeSeconds: 7200 });
+  const tokens = new TokenService({ keys, issuer: auth, store, accessTokenLifetimeSeconds: 7200 });
   app.use(
     qrLoginProvider({
       store,
@@ -70,7 +74,13 @@ export function createAuth(config: DemoConfig, store: KeyValueStore): Express {
   const app = express();
   app.set('trust proxy', 'loopback, uniquelocal'); // the front door
   app.use(securityHeaders());
-  app.use(ssoSession(sessionOptions(config, store)));
+  const sessions = ssoSession(sessionOptions(config, store));
+  app.use(sessions);
+  app.use(demoAccessPolicy(config));
+  // The portal's signing keys: its token service and its OpenID Provider publish the same JWKS.
+  const keys = KeySet.generate('ES256');
+  // Apps on other domains (the partner) sign in through the portal as an OpenID Provider, under /oidc.
+  if (config.openidProvider) app.use(portalProvider(config, store, sessions, keys));
   // Sign in with the corporate IdP: GET /login/demo-idp, GET /callback/demo-idp, back-channel logout.
   app.use(
     oidc({
@@ -85,7 +95,7 @@ export function createAuth(config: DemoConfig, store: KeyValueStore): Express {
     }),
   );
   // QR login's URLs must be https, or http on a loopback name (the default sso.localhost); elsewhere it stays off.
-  const qr = config.qrLogin ? mountQrLogin(app, config, store) : undefined;
+  const qr = config.qrLogin ? mountQrLogin(app, config, store, keys) : undefined;
   app.use(
     loginPortal({
       users: demoDirectory(),
@@ -93,6 +103,12 @@ export function createAuth(config: DemoConfig, store: KeyValueStore): Express {
       throttle: { deviceTokenSecret: secretFor(config, 'device-tokens') },
       ...(qr ? { qrLogin: qr } : {}),
       providers: [{ href: '/login/demo-idp', label: 'Sign in with the Demo IdP' }],
+      // Authenticator apps and recovery codes (/two-factor), and the step-up page routes needing two factors use.
+      twoFactor: {
+        credentials: new KeyValueCredentialStore(store),
+        sealingKey: secretFor(config, 'totp-sealing'),
+        issuer: 'SSO Demo',
+      },
     }),
   );
   app.get('/', function portalHome(req: Request, res: Response) {

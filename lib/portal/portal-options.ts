@@ -1,10 +1,11 @@
 import { DEFAULT_DIRECTORY_SOURCE, sourceProblem } from '../session/identity';
 import { compileAllowedOrigins } from '../session/csrf-guard';
 import type { KeyValueStore } from '../store/port';
-import { checkOptions, OptionsError, type OptionSchema } from '../util/options';
+import { checkOptions, KIT_STORE_OPTION, OptionsError, type OptionSchema } from '../util/options';
 import { resolveThrottleOptions, type LoginThrottleOptions } from './login-throttle-options';
 import type { LoginLink } from './portal-pages';
 import type { UserDirectory } from './user-directory';
+import { resolveTwoFactor, type PortalTwoFactorOptions, type TwoFactorSettings } from './two-factor-options';
 
 /** A "Sign in with …" link: the path (or URL) of an `oidcLogin` or `qrLogin` route and its label. */
 export interface PortalLoginLink {
@@ -34,6 +35,11 @@ export interface LoginPortalOptions {
   allowedOrigins?: readonly string[];
   /** Where the router serves its CSS and JS. Default `/portal-assets`. */
   assetsPath?: string;
+  /**
+   * Second factors: an authenticator app (TOTP) and recovery codes, the step-up page (`/step-up`) that routes with
+   * `requireSession({ acr: '2fa' })` send users to, and the settings page `/two-factor`. Default: none.
+   */
+  twoFactor?: PortalTwoFactorOptions;
 }
 
 /** The portal's settings, checked and with defaults applied. */
@@ -47,6 +53,7 @@ export interface PortalSettings {
   providerLinks: LoginLink[];
   allowedOrigins: ReadonlySet<string>;
   assetsPath: string;
+  twoFactor: TwoFactorSettings | undefined;
 }
 
 const LINK_EXAMPLE = "{ href: '/login/…', label: 'Sign in with …' }";
@@ -69,13 +76,7 @@ function usersProblem(users: Partial<UserDirectory>): string | undefined {
 
 const SCHEMA: OptionSchema = {
   users: { type: 'object', required: true, expected: 'a UserDirectory, e.g. fileUserDirectory("users.json")', check: usersProblem },
-  store: {
-    type: 'object',
-    required: true,
-    expected: 'the kit store (RedisStore or MemoryStore)',
-    check: (store: Partial<KeyValueStore>) =>
-      typeof store.increment === 'function' ? undefined : 'must be the kit store (RedisStore or MemoryStore)',
-  },
+  store: KIT_STORE_OPTION,
   throttle: { type: 'object', expected: '{ perAccountAndNetwork, perAccount, perNetwork, perDevice, … }' },
   title: { type: 'string', check: (title: string) => (title.trim() === '' ? 'must not be empty' : undefined) },
   qrLogin: { type: 'object', expected: LINK_EXAMPLE, check: linkProblem },
@@ -86,6 +87,7 @@ const SCHEMA: OptionSchema = {
     check: (path: string) =>
       /^\/[A-Za-z0-9/_-]*[A-Za-z0-9_-]$/.test(path) ? undefined : `must be a path like "/portal-assets", got "${path}"`,
   },
+  twoFactor: { type: 'object', expected: '{ credentials, sealingKey, issuer }' },
 };
 
 /**
@@ -123,5 +125,6 @@ export function resolvePortalOptions(options: LoginPortalOptions): PortalSetting
     providerLinks: (options.providers ?? []).map(link),
     allowedOrigins,
     assetsPath: options.assetsPath ?? '/portal-assets',
+    twoFactor: options.twoFactor === undefined ? undefined : resolveTwoFactor(options.twoFactor, options.store, throttle),
   };
 }

@@ -3,6 +3,7 @@ import type { ClientMetadata, Configuration, KoaContextWithOIDC } from 'oidc-pro
 import type * as OidcModule from 'oidc-provider' with { 'resolution-mode': 'import' };
 import { extendFormAction } from '../portal/login-page';
 import { authenticationOf } from '../session/authentication';
+import { backchannelFetch } from './backchannel-fetch';
 import { renderLogoutConfirmPage, renderNoticePage } from './provider-pages';
 import type { ProviderClient, ResolvedProviderOptions } from './provider-options';
 import { INTERACTION_TTL_SECONDS, type ProviderRecords } from './provider-records';
@@ -183,5 +184,7 @@ export function providerConfiguration(
     // Browsers may call the token endpoints only from the origin of one of the client's own redirect URIs.
     clientBasedCORS: (_ctx, origin, client) => (client.redirectUris ?? []).some((uri) => new URL(uri).origin === origin),
     enabledJWA: { idTokenSigningAlgValues: [signing.alg] as never },
+    // The provider's only outgoing calls go to its clients' back-channel logout endpoints.
+    fetch: backchannelFetch(settings.allowPrivateNetworkBackchannel) as Configuration['fetch'],
   };
 }

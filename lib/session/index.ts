@@ -1,4 +1,11 @@
-export { ssoSession, type SsoCsrfOptions, type SsoSessionOptions, type SsoSessionMiddleware } from './sso-session';
+export {
+  ssoSession,
+  type SsoCsrfOptions,
+  type SsoSessionOptions,
+  type SsoSessionMiddleware,
+  type SsoSessionCacheOptions,
+  type SsoSessionCacheStatus,
+} from './sso-session';
 export { establishLogin, type EstablishLoginOptions } from './establish-login';
 export { logout, logoutEverywhere } from './logout';
 export { requireSession, type RequireSessionOptions } from './require-session';
@@ -11,3 +18,14 @@ export type { SessionSummary, SessionManager, RedirectPolicy, SessionCookieSetti
 export { authenticationOf, type Authentication, type AuthenticationFactor, type LoginAuthentication } from './authentication';
 export { identityId, parseIdentityId, DEFAULT_DIRECTORY_SOURCE, type Identity } from './identity';
 export type { SessionUser, LoginUser, LinkAccount, LinkedAccount, AuthenticationMethod, UserAttributes, SessionMeta } from './types';
+export {
+  meetsRequirement,
+  raiseAuthentication,
+  levelRank,
+  stepUpChallenge,
+  InsufficientAuthenticationError,
+  AUTHENTICATION_LEVELS,
+  type AuthenticationLevel,
+  type AuthenticationRequirement,
+} from './step-up';
+export { raiseSessionAuthentication } from './raise-authentication';

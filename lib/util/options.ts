@@ -287,3 +287,19 @@ export function warnOnce(key: string, message: string): void {
   warned.add(key);
   console.warn(`[express-sso-kit] ${message}`);
 }
+
+/**
+ * The spec of a factory's `store` option: the kit's own {@link KeyValueStore}-shaped store (RedisStore or
+ * MemoryStore), required.
+ *
+ * @example
+ * const SCHEMA: OptionSchema = { store: KIT_STORE_OPTION };
+ */
+export const KIT_STORE_OPTION: OptionSpec = {
+  type: 'object',
+  required: true,
+  expected: 'the kit store (RedisStore or MemoryStore)',
+  // One method of the port is enough to tell the kit store from a Redis client or an options object passed by mistake.
+  check: (store: { increment?: unknown }) =>
+    typeof store.increment === 'function' ? undefined : 'must be the kit store (RedisStore or MemoryStore)',
+};
