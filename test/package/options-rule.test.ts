@@ -146,6 +146,15 @@ const factories: Record<string, Misspelling> = {
   hashPassword: { call: () => kit.hashPassword('correct horse', { n: 16384 } as never), wrong: 'n', meant: 'N' },
   LoginThrottle: { call: () => new kit.LoginThrottle(store, { perAcount: {} } as never), wrong: 'perAcount', meant: 'perAccount' },
   openidProvider: { call: () => kit.openidProvider({ issuerr: ISSUER } as never), wrong: 'issuerr', meant: 'issuer' },
+  accessPolicy: { call: () => kit.accessPolicy({ rule: [] } as never), wrong: 'rule', meant: 'rules' },
+  createSecretSealer: { call: () => kit.createSecretSealer({ previousKey: [] } as never), wrong: 'previousKey', meant: 'previousKeys' },
+  PasskeyCeremonies: { call: () => new kit.PasskeyCeremonies({ passkey: {} } as never), wrong: 'passkey', meant: 'passkeys' },
+  PostgresCredentialStore: {
+    call: () => new kit.PostgresCredentialStore({} as never, { schma: 'sso_credentials' } as never),
+    wrong: 'schma',
+    meant: 'schema',
+  },
+  TotpAuthenticator: { call: () => new kit.TotpAuthenticator({ isuer: 'Example Corp' } as never), wrong: 'isuer', meant: 'issuer' },
 };
 
 /** Exports that take no options object, each with what it takes instead. */
@@ -180,6 +189,18 @@ const withoutOptions: Record<string, string> = {
   generateAppSecret: 'nothing',
   verifyPasswordHash: 'a password and a hash',
   parsePasswordHash: 'a hash string',
+  meetsRequirement: 'an authentication, a requirement and the time (a pure decision)',
+  tokenMeets: 'token claims, a requirement and the time (a pure decision)',
+  raiseAuthentication: 'an authentication, a method and the time (a pure function)',
+  raiseSessionAuthentication: 'the request and the methods just proven',
+  passkeyMethods: 'a stored passkey and whether the user was verified',
+  passkeyOriginAllowed: 'an origin and the relying-party id',
+  passkeyRecords: 'the store',
+  passkeyUserHandle: 'a user id',
+  recoveryCodeFactor: 'a RecoveryCodes',
+  totpFactor: 'a TotpAuthenticator',
+  KeyValueCredentialStore: 'the store',
+  RecoveryCodes: 'a credential store and a sealer',
 };
 
 /** Error classes (their codes are checked by test/package/error-vocabulary.test.ts) and constants. */
@@ -187,7 +208,7 @@ const errorClasses = Object.keys(kit).filter((name) => {
   const value = (kit as Record<string, unknown>)[name];
   return typeof value === 'function' && value.prototype instanceof Error;
 });
-const constants = ['DEFAULT_DIRECTORY_SOURCE', 'SUPPORTED_ALGORITHMS', 'WECHAT_ERRORS'];
+const constants = ['DEFAULT_DIRECTORY_SOURCE', 'SUPPORTED_ALGORITHMS', 'WECHAT_ERRORS', 'RECOVERY_CODE_COUNT'];
 
 async function thrownBy(call: () => unknown): Promise<unknown> {
   try {
@@ -250,6 +271,7 @@ describe('a factory mounted as if it were the middleware', () => {
     'qrLogin',
     'loginPortal',
     'openidProvider',
+    'accessPolicy',
   ];
 
   it.each(mountable)('%s says it is a factory', (name) => {
