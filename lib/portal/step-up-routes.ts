@@ -104,7 +104,14 @@ export function mountStepUp(router: Router, settings: PortalSettings, twoFactor:
     const views: StepUpMethodView[] =
       levelRank(requirement.acr ?? '2fa') <= 1
         ? [PASSWORD_ONLY]
-        : methods.map((method) => ({ id: method.id, label: method.label, fields: method.renderFields() }));
+        : await Promise.all(
+            methods.map(async (method) => ({
+              id: method.id,
+              label: method.label,
+              fields: await method.renderFields(user.id, req),
+              scripts: method.scripts ?? [],
+            })),
+          );
     const { redirects } = ssoContext(req);
     const own = requestOrigin(req);
     extendFormAction(
