@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import express, { type Express } from 'express';
+import express4 from 'express4';
 import { TOTP, Secret } from 'otpauth';
 import request from 'supertest';
 import { Pool } from 'pg';
@@ -97,8 +98,9 @@ async function portalApp(
   users: UserDirectory,
   credentials: CredentialStore,
   methods: SecondFactor[] = [],
+  createApp: () => Express = express,
 ): Promise<Express> {
-  const app = express();
+  const app = createApp();
   app.set('trust proxy', true);
   app.use(securityHeaders());
   app.use(ssoSession({ store: redis.store, cookieDomain: 'example.test', secret: SECRET, loginUrl: `${AUTH_ORIGIN}/login` }));
@@ -393,6 +395,30 @@ describe('a second-factor method plugged in through twoFactor.methods (the shape
       const fresh = formFields(again.text, 'test-key');
       expect((await browser.post('/step-up', { ...fresh, proof: `signed:${fresh.challenge}` })).status).toBe(303);
       expect((await browser.get('/vault')).body).toEqual({ acr: 'phr' });
+    } finally {
+      await redis.cleanup();
+    }
+  });
+});
+
+describe('on Express 4', () => {
+  it('enrols, steps up and reaches the two-factor route the same way', async () => {
+    const redis = await testRedisStore('step-up-express4');
+    try {
+      const users = fileUserDirectory([
+        { id: 'alice', username: 'alice', name: 'alice', roles: [], passwordHash: await hashPassword('alice-password', FAST) },
+      ]);
+      const app = await portalApp(redis, users, new KeyValueCredentialStore(redis.store), [], express4 as unknown as () => Express);
+      const browser = new Browser(app);
+      expect((await browser.post('/login', { username: 'alice', password: 'alice-password', return_to: '' })).status).toBe(302);
+      const admin = await browser.get('/admin');
+      expect(admin.status).toBe(302);
+      expect(new URL(admin.headers.location!).pathname).toBe('/step-up');
+      const page = await browser.get('/two-factor/totp');
+      const secret = secretOf(page.text);
+      expect((await browser.post('/two-factor/totp', { ...formFields(page.text), code: codeAt(secret) })).status).toBe(200);
+      expect((await browser.get('/admin')).body).toMatchObject({ acr: '2fa' });
+      expectProblem(await browser.get('/step-up?acr=9fa'), 400, 'invalid_request');
     } finally {
       await redis.cleanup();
     }
