@@ -189,7 +189,7 @@ export function mountStepUp(router: Router, settings: PortalSettings, twoFactor:
         throw new BadRequestError({ code: 'invalid_request', detail: 'Choose one of the offered ways to confirm it is you.' });
       }
       // Counted before anything is checked, so parallel guesses cannot slip past the limit.
-      const decision = await twoFactor.throttle.attempt({ username: user.id, address: req.ip ?? req.socket.remoteAddress ?? '' });
+      const decision = await twoFactor.attempt(req, user.id);
       if (!decision.allowed) {
         res.setHeader('Retry-After', String(decision.retryAfterSeconds));
         await show(req, res, 429, requirement, returnTo, tooManyAttempts(decision.retryAfterSeconds));
