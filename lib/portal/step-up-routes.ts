@@ -104,7 +104,14 @@ export function mountStepUp(router: Router, settings: PortalSettings, twoFactor:
     const views: StepUpMethodView[] =
       levelRank(requirement.acr ?? '2fa') <= 1
         ? [PASSWORD_ONLY]
-        : methods.map((method) => ({ id: method.id, label: method.label, fields: method.renderFields() }));
+        : await Promise.all(
+            methods.map(async (method) => ({
+              id: method.id,
+              label: method.label,
+              fields: await method.renderFields(user.id, req),
+              scripts: method.scripts ?? [],
+            })),
+          );
     const { redirects } = ssoContext(req);
     const own = requestOrigin(req);
     extendFormAction(
@@ -182,7 +189,7 @@ export function mountStepUp(router: Router, settings: PortalSettings, twoFactor:
         throw new BadRequestError({ code: 'invalid_request', detail: 'Choose one of the offered ways to confirm it is you.' });
       }
       // Counted before anything is checked, so parallel guesses cannot slip past the limit.
-      const decision = await twoFactor.throttle.attempt({ username: user.id, address: req.ip ?? req.socket.remoteAddress ?? '' });
+      const decision = await twoFactor.attempt(req, user.id);
       if (!decision.allowed) {
         res.setHeader('Retry-After', String(decision.retryAfterSeconds));
         await show(req, res, 429, requirement, returnTo, tooManyAttempts(decision.retryAfterSeconds));
