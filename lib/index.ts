@@ -299,6 +299,7 @@ export type {
   StoredPasskey,
   StoredTotp,
 } from './credentials';
+export type { PortalPasskeyOptions } from './portal';
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace

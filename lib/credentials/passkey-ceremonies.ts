@@ -15,7 +15,7 @@ import { debugChannel } from '../util/debug';
 import { checkOptions, KIT_STORE_OPTION, type OptionSchema } from '../util/options';
 import type { StoredPasskey } from './credential-store';
 import { passkeyOriginAllowed } from './passkey-origin';
-import type { PasskeyRecords } from './passkey-records';
+import { PASSKEY_RECORDS_OPTION, type PasskeyRecords } from './passkey-records';
 
 export type { PublicKeyCredentialCreationOptionsJSON, PublicKeyCredentialRequestOptionsJSON };
 
@@ -83,15 +83,7 @@ const challengeKey = (challenge: string): string => `passkey-challenge:{${challe
 
 const SCHEMA: OptionSchema = {
   store: KIT_STORE_OPTION,
-  passkeys: {
-    type: 'object',
-    required: true,
-    expected: 'a CredentialStore or passkeyRecords(store)',
-    check: (records: Partial<PasskeyRecords>) =>
-      typeof records.findPasskey === 'function' && typeof records.recordPasskeyUse === 'function'
-        ? undefined
-        : 'must be a CredentialStore or passkeyRecords(store)',
-  },
+  passkeys: PASSKEY_RECORDS_OPTION,
   rpId: { type: 'string', required: true, expected: 'your parent domain, e.g. "example.com"' },
   rpName: { type: 'string', required: true, check: (name: string) => (name.trim() === '' ? 'must not be empty' : undefined) },
   challengeTimeoutSeconds: {

@@ -1,4 +1,5 @@
 import type { KeyValueStore } from '../store/port';
+import type { OptionSpec } from '../util/options';
 import { CredentialConflictError, type CredentialStore, type StoredPasskey } from './credential-store';
 
 /** The part of a {@link CredentialStore} that passkeys need; every full `CredentialStore` is one. */
@@ -6,6 +7,17 @@ export type PasskeyRecords = Pick<
   CredentialStore,
   'listPasskeys' | 'findPasskey' | 'addPasskey' | 'recordPasskeyUse' | 'renamePasskey' | 'removePasskey'
 >;
+
+/** The spec of an option that takes a {@link PasskeyRecords}: a full `CredentialStore` passes as well. */
+export const PASSKEY_RECORDS_OPTION: OptionSpec = {
+  type: 'object',
+  required: true,
+  expected: 'a CredentialStore or passkeyRecords(store)',
+  check: (records: Partial<PasskeyRecords>) =>
+    typeof records.findPasskey === 'function' && typeof records.recordPasskeyUse === 'function' && typeof records.addPasskey === 'function'
+      ? undefined
+      : 'must be a CredentialStore or passkeyRecords(store)',
+};
 
 // Each passkey is one key and each user's list one set; a credential id is base64url, so it never holds a brace.
 const passkeyKey = (credentialId: string): string => `passkey:{${credentialId}}`;

@@ -9,6 +9,7 @@ import { resolvePortalOptions, type LoginPortalOptions } from './portal-options'
 import { sendKitStylesheet } from '../http/pages/kit-stylesheet';
 import { PORTAL_JS, renderSessionsPage } from './portal-pages';
 import { oneString, requireSameOrigin, safeReturnTo, ssoContext } from './portal-request';
+import { passkeyRoutes } from './passkey-routes';
 
 export type { LoginPortalOptions, PortalLoginLink } from './portal-options';
 
@@ -51,6 +52,7 @@ export function loginPortal(options: LoginPortalOptions): Router {
   });
 
   router.post('/login', parseForm, passwordLogin(settings, throttle));
+  if (settings.passkeys) router.use(passkeyRoutes(settings, settings.passkeys));
 
   router.post('/logout', function submitLogout(req: Request, res: Response, next: NextFunction) {
     requireSameOrigin(req, allowedOrigins);

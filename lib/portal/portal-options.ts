@@ -3,6 +3,7 @@ import { compileAllowedOrigins } from '../session/csrf-guard';
 import type { KeyValueStore } from '../store/port';
 import { checkOptions, KIT_STORE_OPTION, OptionsError, type OptionSchema } from '../util/options';
 import { resolveThrottleOptions, type LoginThrottleOptions } from './login-throttle-options';
+import { resolvePasskeyOptions, type PasskeySettings, type PortalPasskeyOptions } from './passkey-options';
 import type { LoginLink } from './portal-pages';
 import type { UserDirectory } from './user-directory';
 
@@ -34,6 +35,12 @@ export interface LoginPortalOptions {
   allowedOrigins?: readonly string[];
   /** Where the router serves its CSS and JS. Default `/portal-assets`. */
   assetsPath?: string;
+  /**
+   * Passkeys: sign in without a password, and `GET /passkeys` where users add (after a recent login), rename and
+   * remove theirs. `{ credentials }` is where they are kept (a `CredentialStore` or `passkeyRecords(store)`).
+   * Default none.
+   */
+  passkeys?: PortalPasskeyOptions;
 }
 
 /** The portal's settings, checked and with defaults applied. */
@@ -47,6 +54,7 @@ export interface PortalSettings {
   providerLinks: LoginLink[];
   allowedOrigins: ReadonlySet<string>;
   assetsPath: string;
+  passkeys: PasskeySettings | undefined;
 }
 
 const LINK_EXAMPLE = "{ href: '/login/…', label: 'Sign in with …' }";
@@ -80,6 +88,7 @@ const SCHEMA: OptionSchema = {
     check: (path: string) =>
       /^\/[A-Za-z0-9/_-]*[A-Za-z0-9_-]$/.test(path) ? undefined : `must be a path like "/portal-assets", got "${path}"`,
   },
+  passkeys: { type: 'object', expected: '{ credentials } (a CredentialStore or passkeyRecords(store))' },
 };
 
 /**
@@ -117,5 +126,6 @@ export function resolvePortalOptions(options: LoginPortalOptions): PortalSetting
     providerLinks: (options.providers ?? []).map(link),
     allowedOrigins,
     assetsPath: options.assetsPath ?? '/portal-assets',
+    passkeys: options.passkeys === undefined ? undefined : resolvePasskeyOptions(options.passkeys),
   };
 }

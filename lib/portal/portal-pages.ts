@@ -30,6 +30,8 @@ export interface LoginPageModel {
   error?: string;
   qrLink?: LoginLink;
   providerLinks: LoginLink[];
+  /** Passkey sign-in: where the page script gets options and posts the assertion. None: no passkey sign-in. */
+  passkeys?: { optionsUrl: string; signInUrl: string };
 }
 
 function assets(assetsPath: string): { stylesheetUrl: string; scriptUrl: string } {
@@ -48,18 +50,33 @@ export function renderLoginPage(model: LoginPageModel): string {
   const alert = model.error ? `<p class="alert" role="alert" id="login-error">${escapeHtml(model.error)}</p>` : '';
   const links = [...(model.qrLink ? [model.qrLink] : []), ...model.providerLinks];
   const others = links.map((link) => `<li><a class="button secondary" href="${escapeHtml(link.href)}">${escapeHtml(link.label)}</a></li>`);
-  const alternatives = others.length
-    ? `<section aria-labelledby="other-ways"><h2 id="other-ways" class="divider">Other ways to sign in</h2><ul class="alternatives">${others.join('')}</ul></section>`
+  const passkey = model.passkeys
+    ? '<p class="alert" role="alert" id="passkey-status" hidden></p>' +
+      '<button type="button" id="passkey-sign-in" class="block secondary" hidden>Sign in with a passkey</button>'
     : '';
+  const alternatives =
+    others.length || passkey
+      ? `<section aria-labelledby="other-ways"><h2 id="other-ways" class="divider">Other ways to sign in</h2>${passkey}${others.length ? `<ul class="alternatives">${others.join('')}</ul>` : ''}</section>`
+      : '';
+  // With passkeys the username field also offers the browser's saved passkeys (conditional UI, "autofill").
+  const usernameAutocomplete = model.passkeys ? 'username webauthn' : 'username';
   return renderPage({
     title: model.title,
     ...assets(model.assetsPath),
+    ...(model.passkeys
+      ? {
+          scriptUrl: `${model.assetsPath}/passkeys.js`,
+          mainAttributes:
+            `data-passkey-options="${escapeHtml(model.passkeys.optionsUrl)}" data-passkey-sign-in="${escapeHtml(model.passkeys.signInUrl)}" ` +
+            `data-return-to="${escapeHtml(model.returnTo)}"`,
+        }
+      : {}),
     body:
       `<h1>${escapeHtml(model.title)}</h1>${alert}` +
       `<form method="post" action="${escapeHtml(model.formAction)}" class="login-form">` +
       `<input type="hidden" name="return_to" value="${escapeHtml(model.returnTo)}">` +
       `<div class="field"><label for="username">Username</label>` +
-      `<input id="username" name="username" type="text" autocomplete="username" autocapitalize="none" spellcheck="false" required maxlength="256" value="${escapeHtml(model.username ?? '')}"${invalid}></div>` +
+      `<input id="username" name="username" type="text" autocomplete="${usernameAutocomplete}" autocapitalize="none" spellcheck="false" required maxlength="256" value="${escapeHtml(model.username ?? '')}"${invalid}></div>` +
       `<div class="field"><label for="password">Password</label>` +
       `<input id="password" name="password" type="password" autocomplete="current-password" required maxlength="1024"${invalid}></div>` +
       `<button type="submit" class="block">Sign in</button></form>${alternatives}`,
