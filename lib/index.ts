@@ -28,7 +28,11 @@ export {
   identityId,
   parseIdentityId,
   DEFAULT_DIRECTORY_SOURCE,
+  meetsRequirement,
+  raiseAuthentication,
+  InsufficientAuthenticationError,
 } from './session';
+export type { AuthenticationLevel, AuthenticationRequirement } from './session';
 export type {
   SsoSessionOptions,
   SsoCsrfOptions,
@@ -61,6 +65,26 @@ export type {
 // Stores: the key-value port sessions and throttles live in, on Redis or in memory.
 export { RedisStore, MemoryStore, createRedisConnection, StoreUnavailableError, StoreWrongTypeError } from './store';
 export type { KeyValueStore, RedisStoreOptions, ReplicaWait, MemoryStoreOptions, RedisClient, RedisConnectionOptions } from './store';
+
+// Where second factors live (TOTP secrets sealed at rest, recovery code hashes, passkeys): on the kit store or PostgreSQL.
+export {
+  KeyValueCredentialStore,
+  PostgresCredentialStore,
+  CredentialConflictError,
+  createSecretSealer,
+  SealedSecretError,
+} from './credentials';
+export type {
+  CredentialStore,
+  StoredPasskey,
+  StoredTotp,
+  PostgresCredentialStoreOptions,
+  PgPool,
+  PgPoolClient,
+  PgQueryResult,
+  SecretSealer,
+  SecretSealerOptions,
+} from './credentials';
 
 // HTTP: errors as problem+json, the error handler, security headers, small handlers.
 export {
@@ -98,6 +122,7 @@ export type {
 // Tokens: Bearer JWTs verified against keys or a JWKS, and the tokens the kit issues.
 export {
   requireBearer,
+  tokenMeets,
   requiredScopes,
   claimCheck,
   claimEquals,
@@ -281,7 +306,6 @@ export type {
 
 // Passkeys (WebAuthn): the ceremonies, free of Express, and passkey records on the kit store.
 export {
-  CredentialConflictError,
   PasskeyCeremonies,
   PasskeyVerificationError,
   passkeyMethods,
@@ -289,16 +313,7 @@ export {
   passkeyRecords,
   passkeyUserHandle,
 } from './credentials';
-export type {
-  CredentialStore,
-  PasskeyAssertion,
-  PasskeyCeremonyOptions,
-  PasskeyRecords,
-  PasskeyRefusal,
-  PasskeyUser,
-  StoredPasskey,
-  StoredTotp,
-} from './credentials';
+export type { PasskeyAssertion, PasskeyCeremonyOptions, PasskeyRecords, PasskeyRefusal, PasskeyUser } from './credentials';
 export type { PortalPasskeyOptions } from './portal';
 
 declare global {

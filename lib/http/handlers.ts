@@ -2,6 +2,8 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { OptionsError, refuseMiddlewareUse } from '../util/options';
 import { MethodNotAllowedError, NotAcceptableError, NotFoundError } from './errors';
 
+type Handler = (req: Request, res: Response, next: NextFunction) => Promise<void> | void;
+
 const METHOD = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 function nameList(factory: string, value: unknown, example: string): string[] {
@@ -62,5 +64,18 @@ export function requireRepresentation(types: readonly string[]): RequestHandler 
       return;
     }
     next();
+  };
+}
+
+/**
+ * Lets an async handler's rejection reach `next`. Express 5 does this itself; Express 4 leaves the request hanging
+ * and the rejection unhandled, so every async handler of the kit goes through this.
+ *
+ * @example
+ * router.get('/status', guarded(async function qrLoginStatus(req, res) { … }));
+ */
+export function guarded(handler: Handler): RequestHandler {
+  return function guardedHandler(req, res, next) {
+    Promise.resolve(handler(req, res, next)).catch(next);
   };
 }

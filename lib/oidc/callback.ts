@@ -119,7 +119,7 @@ export function createCallback(who: string, provider: OidcProvider, options: Oid
     try {
       const claims = await validateIdToken(provider, tokens.idToken as string, {
         nonce: transaction.nonce,
-        ...(transaction.maxAge === undefined ? {} : { maxAge: transaction.maxAge }),
+        ...(transaction.maxAge === undefined ? {} : { maxAgeSeconds: transaction.maxAge }),
       });
       return { tokens, claims };
     } catch (error) {

@@ -72,8 +72,8 @@ export function keySourceFailure(provider: OidcProvider, error: KeySourceUnavail
 /** What the ID token is checked against besides the provider's configuration. */
 export interface IdTokenExpectations {
   nonce: string;
-  /** The `max_age` sent with the authorization request, if any. */
-  maxAge?: number;
+  /** The `max_age` sent with the authorization request, in seconds, if any. */
+  maxAgeSeconds?: number;
   /** Epoch milliseconds; default now. */
   now?: number;
 }
@@ -108,12 +108,12 @@ export async function validateIdToken(
   if (audiences.length > 1 && claims.azp === undefined) throw new IdTokenRejectedError('azp is required with several audiences');
   if (claims.azp !== undefined && claims.azp !== provider.clientId) throw new IdTokenRejectedError('azp is not this client');
   if (typeof claims.nonce !== 'string' || !safeEqual(claims.nonce, expected.nonce)) throw new IdTokenRejectedError('nonce does not match');
-  if (expected.maxAge !== undefined) {
+  if (expected.maxAgeSeconds !== undefined) {
     const authTime = claims.auth_time;
     if (typeof authTime !== 'number' || !Number.isFinite(authTime))
       throw new IdTokenRejectedError('auth_time is required when max_age is sent');
     const nowSeconds = (expected.now ?? Date.now()) / 1000;
-    if (nowSeconds - authTime > expected.maxAge + provider.clockToleranceSeconds) {
+    if (nowSeconds - authTime > expected.maxAgeSeconds + provider.clockToleranceSeconds) {
       throw new IdTokenRejectedError('the authentication is older than max_age');
     }
   }

@@ -14,7 +14,7 @@ export interface OidcLoginOptions {
   /** Sent as `prompt` on every login, e.g. `login` to force re-authentication. Default: none. */
   prompt?: 'none' | 'login' | 'consent' | 'select_account';
   /** Sent as `max_age`: the login must be at most this many seconds old (checked on `auth_time`). Default: none. */
-  maxAge?: number;
+  maxAgeSeconds?: number;
   /** Sent as `login_hint` on every login. Default: none. */
   loginHint?: string;
   /**
@@ -41,7 +41,12 @@ const LOGIN_OPTIONS: OptionSchema = {
     type: 'string',
     check: (value: string) => (PROMPTS.has(value) ? undefined : `must be one of ${[...PROMPTS].join(', ')}, got "${value}"`),
   },
-  maxAge: { type: 'integer', expected: `a whole number of seconds from 0 to ${MAX_AGE_LIMIT}`, check: within(0, MAX_AGE_LIMIT) },
+  maxAgeSeconds: {
+    type: 'integer',
+    expected: `a whole number of seconds from 0 to ${MAX_AGE_LIMIT}`,
+    check: within(0, MAX_AGE_LIMIT),
+    aliases: ['maxAge'],
+  },
   loginHint: {
     type: 'string',
     check: (value: string) => (HINT.test(value) ? undefined : 'must be 1–254 printable characters without spaces'),
@@ -72,7 +77,7 @@ function queryValue(req: Request, name: string): string | undefined {
 /** Reads the vetted pass-through parameters; a malformed one is a 400, never silently dropped. */
 function loginParameters(req: Request, options: OidcLoginOptions, allowed: ReadonlySet<string>) {
   let prompt = options.prompt;
-  let maxAge = options.maxAge;
+  let maxAge = options.maxAgeSeconds;
   let loginHint = options.loginHint;
   const queryPrompt = allowed.has('prompt') ? queryValue(req, 'prompt') : undefined;
   if (queryPrompt !== undefined) {

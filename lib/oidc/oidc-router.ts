@@ -34,7 +34,7 @@ export interface OidcOptions extends Omit<OidcProviderOptions, 'redirectUri' | '
   store: KeyValueStore;
   /** Where the routes are, relative to the mount path. Default: see {@link OidcRoutes}. */
   routes?: OidcRoutes;
-  /** Options of the login route (`prompt`, `maxAge`, `loginHint`, `queryParameters`, `redirects`). */
+  /** Options of the login route (`prompt`, `maxAgeSeconds`, `loginHint`, `queryParameters`, `redirects`). */
   login?: OidcLoginOptions;
   /** An access token expiring within this many seconds is refreshed before `req.oidc.accessToken()` hands it out. Default 60. */
   refreshMarginSeconds?: number;
@@ -75,7 +75,7 @@ const OIDC_SCHEMA: OptionSchema = {
   redirectUri: { type: 'string', expected: 'the absolute URL of the callback route, as registered at the provider' },
   store: { ...PROVIDER_OPTION_SCHEMA.store!, required: true },
   routes: { type: 'object', expected: 'an object { login?, callback?, logout?, backchannelLogout? }' },
-  login: { type: 'object', expected: 'the options of oidcLogin ({ prompt?, maxAge?, loginHint?, … })' },
+  login: { type: 'object', expected: 'the options of oidcLogin ({ prompt?, maxAgeSeconds?, loginHint?, … })' },
   refreshMarginSeconds: { type: 'number' },
   lockLifetimeSeconds: { type: 'number' },
 };

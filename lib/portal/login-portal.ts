@@ -1,5 +1,6 @@
 import express, { type NextFunction, type Request, type Response, Router } from 'express';
 import { BadRequestError, UnauthorizedError } from '../http/errors';
+import { guarded } from '../http/handlers';
 import { logout } from '../session/logout';
 import { requestOrigin } from '../util/request-origin';
 import { allowSameOriginReferrer, sendLoginPage } from './login-page';
@@ -51,7 +52,7 @@ export function loginPortal(options: LoginPortalOptions): Router {
     sendLoginPage(settings, req, res, 200, { returnTo });
   });
 
-  router.post('/login', parseForm, passwordLogin(settings, throttle));
+  router.post('/login', parseForm, guarded(passwordLogin(settings, throttle)));
   if (settings.passkeys) router.use(passkeyRoutes(settings, settings.passkeys));
 
   router.post('/logout', function submitLogout(req: Request, res: Response, next: NextFunction) {
@@ -59,54 +60,61 @@ export function loginPortal(options: LoginPortalOptions): Router {
     logout(req, res).then(() => res.redirect(303, `${req.baseUrl}/login`), next);
   });
 
-  router.get('/sessions', async function showSessions(req: Request, res: Response) {
-    const sso = ssoContext(req);
-    if (!req.user) {
-      const origin = requestOrigin(req);
-      const here = origin === undefined ? '' : `?return_to=${encodeURIComponent(`${origin}${req.originalUrl.split('?')[0]}`)}`;
-      res.redirect(303, `${req.baseUrl}/login${here}`);
-      return;
-    }
-    const sessions = await sso.manager.listSessions(req.user.id, req.sessionID);
-    allowSameOriginReferrer(res);
-    res.setHeader('Cache-Control', 'no-store');
-    res.type('html').send(
-      renderSessionsPage({
-        title: 'Your sessions',
-        assetsPath,
-        userName: req.user.name,
-        revokeAction: `${req.baseUrl}/sessions/revocations`,
-        logoutAction: `${req.baseUrl}/logout`,
-        ...(req.query.revoked === '1' ? { notice: 'The session was signed out.' } : {}),
-        sessions: sessions.map((s) => ({
-          handle: s.id,
-          userAgent: s.userAgent ?? '',
-          ip: s.ip ?? '',
-          lastSeenAt: s.lastSeenAt,
-          createdAt: s.createdAt,
-          method: s.method,
-          current: s.current,
-        })),
-      }),
-    );
-  });
+  router.get(
+    '/sessions',
+    guarded(async function showSessions(req: Request, res: Response) {
+      const sso = ssoContext(req);
+      if (!req.user) {
+        const origin = requestOrigin(req);
+        const here = origin === undefined ? '' : `?return_to=${encodeURIComponent(`${origin}${req.originalUrl.split('?')[0]}`)}`;
+        res.redirect(303, `${req.baseUrl}/login${here}`);
+        return;
+      }
+      const sessions = await sso.manager.listSessions(req.user.id, req.sessionID);
+      allowSameOriginReferrer(res);
+      res.setHeader('Cache-Control', 'no-store');
+      res.type('html').send(
+        renderSessionsPage({
+          title: 'Your sessions',
+          assetsPath,
+          userName: req.user.name,
+          revokeAction: `${req.baseUrl}/sessions/revocations`,
+          logoutAction: `${req.baseUrl}/logout`,
+          ...(req.query.revoked === '1' ? { notice: 'The session was signed out.' } : {}),
+          sessions: sessions.map((s) => ({
+            handle: s.id,
+            userAgent: s.userAgent ?? '',
+            ip: s.ip ?? '',
+            lastSeenAt: s.lastSeenAt,
+            createdAt: s.createdAt,
+            method: s.method,
+            current: s.current,
+          })),
+        }),
+      );
+    }),
+  );
 
-  router.post('/sessions/revocations', parseForm, async function revokeSession(req: Request, res: Response) {
-    requireSameOrigin(req, allowedOrigins);
-    const sso = ssoContext(req);
-    if (!req.user) throw new UnauthorizedError({ code: 'session_required', detail: 'Sign in to manage your sessions.' });
-    const handle = oneString((req.body as Record<string, unknown> | undefined)?.session);
-    if (!handle || handle.length > 256) throw new BadRequestError({ detail: 'Name the session to sign out.' });
-    const ownHandle = sso.manager.handleOf(req.sessionID);
-    const revoked = await sso.manager.revokeSession(req.user.id, handle);
-    if (revoked && handle === ownHandle) {
-      // This browser's own session is gone from the store; clear its cookie as a logout would.
-      await logout(req, res);
-      res.redirect(303, `${req.baseUrl}/login`);
-      return;
-    }
-    res.redirect(303, `${req.baseUrl}/sessions${revoked ? '?revoked=1' : ''}`);
-  });
+  router.post(
+    '/sessions/revocations',
+    parseForm,
+    guarded(async function revokeSession(req: Request, res: Response) {
+      requireSameOrigin(req, allowedOrigins);
+      const sso = ssoContext(req);
+      if (!req.user) throw new UnauthorizedError({ code: 'session_required', detail: 'Sign in to manage your sessions.' });
+      const handle = oneString((req.body as Record<string, unknown> | undefined)?.session);
+      if (!handle || handle.length > 256) throw new BadRequestError({ detail: 'Name the session to sign out.' });
+      const ownHandle = sso.manager.handleOf(req.sessionID);
+      const revoked = await sso.manager.revokeSession(req.user.id, handle);
+      if (revoked && handle === ownHandle) {
+        // This browser's own session is gone from the store; clear its cookie as a logout would.
+        await logout(req, res);
+        res.redirect(303, `${req.baseUrl}/login`);
+        return;
+      }
+      res.redirect(303, `${req.baseUrl}/sessions${revoked ? '?revoked=1' : ''}`);
+    }),
+  );
 
   return router;
 }

@@ -2,6 +2,7 @@ import express, { type NextFunction, type Request, type Response, Router } from 
 import type Provider from 'oidc-provider' with { 'resolution-mode': 'import' };
 import type { InteractionResults } from 'oidc-provider' with { 'resolution-mode': 'import' };
 import { BadRequestError } from '../http/errors';
+import { guarded } from '../http/handlers';
 import { authenticationOf } from '../session/authentication';
 import type { SessionUser } from '../session/types';
 import { debugChannel } from '../util/debug';
@@ -116,89 +117,99 @@ export function interactionRoutes(
     await provider.interactionFinished(req, res, result, { mergeWithLastSubmission: merge });
   }
 
-  router.get(base, async function continueProviderLogin(req: Request, res: Response) {
-    const provider = await providerOf();
-    const interaction = await provider.interactionDetails(req, res);
-    res.setHeader('Cache-Control', 'no-store');
-    if (interaction.prompt.name === 'login') {
-      const user = req.user;
-      const shortfall = sessionShortfall(user, interaction, {
-        nowSeconds: Math.floor(Date.now() / 1000),
-        reauthenticationAskedAt: await records.reauthenticationAskedAt(interaction.uid),
-      });
-      if (shortfall !== undefined || !user) {
-        debug(
-          'provider login %s: the portal session %s',
-          interaction.uid,
-          shortfall === 'login' ? 'is absent' : `needs step-up (${shortfall})`,
+  router.get(
+    base,
+    guarded(async function continueProviderLogin(req: Request, res: Response) {
+      const provider = await providerOf();
+      const interaction = await provider.interactionDetails(req, res);
+      res.setHeader('Cache-Control', 'no-store');
+      if (interaction.prompt.name === 'login') {
+        const user = req.user;
+        const shortfall = sessionShortfall(user, interaction, {
+          nowSeconds: Math.floor(Date.now() / 1000),
+          reauthenticationAskedAt: await records.reauthenticationAskedAt(interaction.uid),
+        });
+        if (shortfall !== undefined || !user) {
+          debug(
+            'provider login %s: the portal session %s',
+            interaction.uid,
+            shortfall === 'login' ? 'is absent' : `needs step-up (${shortfall})`,
+          );
+          res.redirect(303, await signInAgainUrl(interaction, shortfall ?? 'login'));
+          return;
+        }
+        await forgetOtherAccount(provider, interaction, user.id);
+        const authentication = authenticationOf(user);
+        await records.saveAccount(user);
+        const login = {
+          accountId: user.id,
+          ts: authentication.authTime,
+          acr: authentication.acr,
+          amr: [...authentication.amr],
+          remember: true,
+        };
+        if (cameFromPortalPage(req, settings.issuer)) {
+          // The navigation began on a portal page (the login form): continue outside that page's form-action rule.
+          const resumeUrl = await provider.interactionResult(req, res, { login }, { mergeWithLastSubmission: false });
+          res.type('html').send(renderContinuePage(settings.assetsPath, resumeUrl));
+          return;
+        }
+        await finish(req, res, { login }, false);
+        return;
+      }
+      if (interaction.prompt.name === 'consent') {
+        const clientId = String(interaction.params.client_id);
+        const client = settings.clients.find((candidate) => candidate.clientId === clientId);
+        const missing = (interaction.prompt.details.missingOIDCScope as string[] | undefined) ?? [];
+        // The answer redirects to the client: its origin must be allowed as this page's form target.
+        extendFormAction(res, [new URL(String(interaction.params.redirect_uri)).origin]);
+        res.type('html').send(
+          renderConsentPage({
+            assetsPath: settings.assetsPath,
+            clientName: client?.name ?? clientId,
+            userName: req.user?.name ?? '',
+            scopes: missing,
+            allowAction: `${settings.pathPrefix}/interaction/${encodeURIComponent(interaction.uid)}/consent`,
+            denyAction: `${settings.pathPrefix}/interaction/${encodeURIComponent(interaction.uid)}/abort`,
+          }),
         );
-        res.redirect(303, await signInAgainUrl(interaction, shortfall ?? 'login'));
         return;
       }
-      await forgetOtherAccount(provider, interaction, user.id);
-      const authentication = authenticationOf(user);
-      await records.saveAccount(user);
-      const login = {
-        accountId: user.id,
-        ts: authentication.authTime,
-        acr: authentication.acr,
-        amr: [...authentication.amr],
-        remember: true,
-      };
-      if (cameFromPortalPage(req, settings.issuer)) {
-        // The navigation began on a portal page (the login form): continue outside that page's form-action rule.
-        const resumeUrl = await provider.interactionResult(req, res, { login }, { mergeWithLastSubmission: false });
-        res.type('html').send(renderContinuePage(settings.assetsPath, resumeUrl));
-        return;
+      throw new BadRequestError({ code: 'unsupported_interaction', detail: 'This sign-in step is not supported.' });
+    }),
+  );
+
+  router.post(
+    `${base}/consent`,
+    parseForm,
+    guarded(async function grantConsent(req: Request, res: Response) {
+      const provider = await providerOf();
+      const interaction = await provider.interactionDetails(req, res);
+      const accountId = interaction.session?.accountId;
+      // The consent is the portal user's: a browser whose portal session changed since the login step cannot give it.
+      if (interaction.prompt.name !== 'consent' || !accountId || req.user?.id !== accountId) {
+        throw new BadRequestError({ code: 'consent_not_expected', detail: 'There is no consent to give for this sign-in.' });
       }
-      await finish(req, res, { login }, false);
-      return;
-    }
-    if (interaction.prompt.name === 'consent') {
       const clientId = String(interaction.params.client_id);
-      const client = settings.clients.find((candidate) => candidate.clientId === clientId);
+      const grant = interaction.grantId
+        ? ((await provider.Grant.find(interaction.grantId)) ?? new provider.Grant({ accountId, clientId }))
+        : new provider.Grant({ accountId, clientId });
       const missing = (interaction.prompt.details.missingOIDCScope as string[] | undefined) ?? [];
-      // The answer redirects to the client: its origin must be allowed as this page's form target.
-      extendFormAction(res, [new URL(String(interaction.params.redirect_uri)).origin]);
-      res.type('html').send(
-        renderConsentPage({
-          assetsPath: settings.assetsPath,
-          clientName: client?.name ?? clientId,
-          userName: req.user?.name ?? '',
-          scopes: missing,
-          allowAction: `${settings.pathPrefix}/interaction/${encodeURIComponent(interaction.uid)}/consent`,
-          denyAction: `${settings.pathPrefix}/interaction/${encodeURIComponent(interaction.uid)}/abort`,
-        }),
-      );
-      return;
-    }
-    throw new BadRequestError({ code: 'unsupported_interaction', detail: 'This sign-in step is not supported.' });
-  });
+      const claims = (interaction.prompt.details.missingOIDCClaims as string[] | undefined) ?? [];
+      if (missing.length > 0) grant.addOIDCScope(missing.join(' '));
+      if (claims.length > 0) grant.addOIDCClaims(claims);
+      const grantId = await grant.save();
+      await records.rememberConsent(accountId, clientId, missing);
+      await finish(req, res, { consent: { grantId } }, true);
+    }),
+  );
 
-  router.post(`${base}/consent`, parseForm, async function grantConsent(req: Request, res: Response) {
-    const provider = await providerOf();
-    const interaction = await provider.interactionDetails(req, res);
-    const accountId = interaction.session?.accountId;
-    // The consent is the portal user's: a browser whose portal session changed since the login step cannot give it.
-    if (interaction.prompt.name !== 'consent' || !accountId || req.user?.id !== accountId) {
-      throw new BadRequestError({ code: 'consent_not_expected', detail: 'There is no consent to give for this sign-in.' });
-    }
-    const clientId = String(interaction.params.client_id);
-    const grant = interaction.grantId
-      ? ((await provider.Grant.find(interaction.grantId)) ?? new provider.Grant({ accountId, clientId }))
-      : new provider.Grant({ accountId, clientId });
-    const missing = (interaction.prompt.details.missingOIDCScope as string[] | undefined) ?? [];
-    const claims = (interaction.prompt.details.missingOIDCClaims as string[] | undefined) ?? [];
-    if (missing.length > 0) grant.addOIDCScope(missing.join(' '));
-    if (claims.length > 0) grant.addOIDCClaims(claims);
-    const grantId = await grant.save();
-    await records.rememberConsent(accountId, clientId, missing);
-    await finish(req, res, { consent: { grantId } }, true);
-  });
-
-  router.post(`${base}/abort`, async function denyConsent(req: Request, res: Response) {
-    await finish(req, res, { error: 'access_denied', error_description: 'The user denied the request.' }, false);
-  });
+  router.post(
+    `${base}/abort`,
+    guarded(async function denyConsent(req: Request, res: Response) {
+      await finish(req, res, { error: 'access_denied', error_description: 'The user denied the request.' }, false);
+    }),
+  );
 
   router.use(base, function interactionFailed(error: unknown, _req: Request, _res: Response, next: NextFunction) {
     // oidc-provider says an expired or unknown interaction as SessionNotFound: a 400 for the user, not a 500.

@@ -1,4 +1,6 @@
 import { type NextFunction, type Request, type Response, Router } from 'express';
+import { guarded } from '../http/handlers';
+import { HttpError } from '../http/errors';
 import type Provider from 'oidc-provider' with { 'resolution-mode': 'import' };
 import { debugChannel } from '../util/debug';
 import { refuseMiddlewareUse } from '../util/options';
@@ -93,18 +95,21 @@ export function openidProvider(options: OpenidProviderOptions): OpenidProviderRo
     res.type('application/jwk-set+json').send(JSON.stringify(settings.keys.publicJwks()));
   });
   router.use(interactionRoutes(providerOf, settings, records));
-  router.use(async function openidProviderEndpoints(req: Request, res: Response, next: NextFunction) {
-    if (req.path !== '/.well-known/openid-configuration' && !req.path.startsWith(`${prefix}/`)) {
-      next();
-      return;
-    }
-    if (req.baseUrl !== '') {
-      next(new Error(`openidProvider: mount it at the root of the portal host (app.use(op)), not under "${req.baseUrl}"`));
-      return;
-    }
-    const { callback } = await built;
-    await callback(req, res);
-  });
+  router.use(
+    guarded(async function openidProviderEndpoints(req: Request, res: Response, next: NextFunction) {
+      if (req.path !== '/.well-known/openid-configuration' && !req.path.startsWith(`${prefix}/`)) {
+        next();
+        return;
+      }
+      if (req.baseUrl !== '') {
+        const detail = `openidProvider: mount it at the root of the portal host (app.use(op)), not under "${req.baseUrl}"`;
+        next(new HttpError(500, { code: 'provider_misconfigured', detail }));
+        return;
+      }
+      const { callback } = await built;
+      await callback(req, res);
+    }),
+  );
   Object.defineProperty(router, 'ready', { value: built.then(() => undefined), enumerable: true });
   Object.defineProperty(router, 'provider', { value: providerOf, enumerable: true });
   Object.defineProperty(router, 'close', {

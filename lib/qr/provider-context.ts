@@ -1,4 +1,4 @@
-import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import { MethodNotAllowedError } from '../http/errors';
 import { requestOrigin } from '../util/request-origin';
 import type { KeyValueStore } from '../store/port';
@@ -20,20 +20,6 @@ export interface QrProviderContext {
   readonly authenticateApp: RequestHandler | undefined;
   /** The key of the openid HMAC, the same on every instance. */
   readonly openidSecret: () => Promise<Buffer>;
-}
-
-type Handler = (req: Request, res: Response, next: NextFunction) => Promise<void> | void;
-
-/**
- * Lets an async handler's rejection reach `next` (Express 5 does this too; explicit keeps the contract obvious).
- *
- * @example
- * router.get('/status', guarded(async function qrLoginStatus(req, res) { … }));
- */
-export function guarded(handler: Handler): RequestHandler {
-  return function guardedHandler(req, res, next) {
-    Promise.resolve(handler(req, res, next)).catch(next);
-  };
 }
 
 /**

@@ -13,7 +13,8 @@ import { methodNotAllowed } from '../http/handlers';
 import { debugChannel } from '../util/debug';
 import type { RegisteredQrApp } from './app-registry';
 import { identifyAppUser } from './confirming-user';
-import { guarded, type QrProviderContext } from './provider-context';
+import { guarded } from '../http/handlers';
+import { type QrProviderContext } from './provider-context';
 import type { QrLoginRequests } from './qr-login-requests';
 import { effectiveStatus, type QrLoginRecord, type QrLoginStatus, type QrLoginTransition } from './qr-state';
 

@@ -2,7 +2,8 @@ import express, { type Request, type RequestHandler, type Response, type Router 
 import { debugChannel } from '../util/debug';
 import type { RegisteredQrApp } from './app-registry';
 import { hashBinding, setBindingCookie } from './browser-binding';
-import { guarded, providerOrigin, sendPage, type QrProviderContext } from './provider-context';
+import { guarded } from '../http/handlers';
+import { providerOrigin, sendPage, type QrProviderContext } from './provider-context';
 import { randomToken } from './qr-login-requests';
 import { sendKitStylesheet } from '../http/pages/kit-stylesheet';
 import { QR_PAGE_SCRIPT, renderMessagePage, renderQrPage } from './qr-pages';

@@ -1,7 +1,8 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
 import { methodNotAllowed } from '../http/handlers';
 import { debugChannel } from '../util/debug';
-import { guarded, headNotAllowed, type QrProviderContext } from './provider-context';
+import { guarded } from '../http/handlers';
+import { headNotAllowed, type QrProviderContext } from './provider-context';
 import type { QrDirectoryUser } from './provider-ports';
 import { grantForCode, isOutage, refreshGrant, userForAccessToken, type QrTokenAnswer } from './token-grants';
 import { WeChatApiError } from './wechat-errors';

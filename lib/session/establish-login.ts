@@ -8,6 +8,7 @@ import { ForbiddenError } from '../http/errors';
 import { identityId, sourceProblem, type Identity } from './identity';
 import type { LinkedAccount, LoginUser, SessionUser } from './types';
 import { loginAuthentication } from './authentication';
+import { checkOptions } from '../util/options';
 
 /** Options of {@link establishLogin}. */
 export interface EstablishLoginOptions {
@@ -91,6 +92,8 @@ function promised(run: (done: (err?: unknown) => void) => void): Promise<void> {
  * });
  */
 export async function establishLogin(req: Request, user: LoginUser, options: EstablishLoginOptions = {}): Promise<void> {
+  // A misspelled option (`tag`) would otherwise log the user in without the index back-channel logout needs.
+  checkOptions('establishLogin', options as unknown, { tags: { type: 'string[]' }, data: { type: 'object' } });
   const runtime = runtimeOf(req, 'establishLogin');
   checkUser(user);
   const tags = options.tags === undefined ? [] : [...options.tags];

@@ -11,3 +11,13 @@ export type { SessionSummary, SessionManager, RedirectPolicy, SessionCookieSetti
 export { authenticationOf, type Authentication, type AuthenticationFactor, type LoginAuthentication } from './authentication';
 export { identityId, parseIdentityId, DEFAULT_DIRECTORY_SOURCE, type Identity } from './identity';
 export type { SessionUser, LoginUser, LinkAccount, LinkedAccount, AuthenticationMethod, UserAttributes, SessionMeta } from './types';
+export {
+  meetsRequirement,
+  raiseAuthentication,
+  levelRank,
+  stepUpChallenge,
+  InsufficientAuthenticationError,
+  AUTHENTICATION_LEVELS,
+  type AuthenticationLevel,
+  type AuthenticationRequirement,
+} from './step-up';

@@ -1,6 +1,6 @@
 import { Router, type NextFunction, type Request, type Response } from 'express';
 import { NotFoundError, UnauthorizedError } from '../http/errors';
-import { methodNotAllowed, requireRepresentation } from '../http/handlers';
+import { guarded, methodNotAllowed, requireRepresentation } from '../http/handlers';
 import { checkOptions } from '../util/options';
 import { CSRF_MOVED, refuseRenamedOptions } from './renamed-options';
 import { logout } from './logout';
@@ -80,12 +80,12 @@ export function sessionsResource(options: SessionsResourceOptions = {}): Router 
   const router = Router();
   router
     .route(path)
-    .get(requireRepresentation(['application/json']), requireLogin, listSessions)
+    .get(requireRepresentation(['application/json']), requireLogin, guarded(listSessions))
     .options(describeOptions('GET, HEAD, OPTIONS'))
     .all(methodNotAllowed(['GET']));
   router
     .route(`${path}/:id`)
-    .delete(requireLogin, deleteSession)
+    .delete(requireLogin, guarded(deleteSession))
     .options(describeOptions('DELETE, OPTIONS'))
     .all(methodNotAllowed(['DELETE']));
   return router;

@@ -41,3 +41,4 @@ export { TokenRevocations } from './token-revocations';
 export { requireBearer, type RequireBearerOptions } from './require-bearer';
 export { requiredScopes, claimCheck, claimEquals, claimIncludes, type JsonPrimitive } from './claim-checks';
 export type { AuthInfo, JwtPayload, JwtHeader } from './types';
+export { authenticationOfToken, tokenMeets } from './token-authentication';

@@ -1,6 +1,7 @@
 import { createSecretKey, KeyObject } from 'node:crypto';
 import type { Request } from 'express';
 import type { JwtPayload } from './types';
+import { REQUIREMENT_OPTIONS, type AuthenticationLevel, type AuthenticationRequirement } from '../session/step-up';
 import type { KeyValueStore } from '../store/port';
 import { checkOptions, OptionsError, within, type OptionSchema } from '../util/options';
 import { isHmacAlgorithm, keyFitsAlgorithm, minimumSecretBytes, type SupportedAlgorithm } from './algorithms';
@@ -59,6 +60,13 @@ export interface RequireBearerOptions {
   cacheSize?: number;
   /** Longest token accepted, in characters. Default 8192. */
   maxTokenLength?: number;
+  /**
+   * The least authentication level the token's `acr` (or, for other values, its `amr`) must show: `1fa`, `2fa` or
+   * `phr`. Below it: 401 `insufficient_user_authentication` (RFC 9470) with `acr_values`. Default: not checked.
+   */
+  acr?: AuthenticationLevel;
+  /** The token's `auth_time` must be at most this many seconds ago (RFC 9470 `max_age`); a token without it is refused. */
+  maxAgeSeconds?: number;
 }
 
 /** What the factory needs, worked out once from the options. */
@@ -67,6 +75,8 @@ export interface BearerSetup {
   revocations: TokenRevocations | undefined;
   realm: string;
   maxTokenAgeMs: number | undefined;
+  /** The route's authentication requirement, or undefined when `acr`/`auth_time` are not checked. */
+  requirement: AuthenticationRequirement | undefined;
 }
 
 const SCHEMA: OptionSchema = {
@@ -94,6 +104,7 @@ const SCHEMA: OptionSchema = {
   allowQueryToken: { type: 'boolean' },
   allowBodyToken: { type: 'boolean' },
   cacheSize: { type: 'integer', expected: 'a whole number from 0 to 1000000', check: within(0, 1_000_000) },
+  ...REQUIREMENT_OPTIONS,
 };
 
 const RELATIONS = {
@@ -187,5 +198,12 @@ export function bearerSetup(options: RequireBearerOptions): BearerSetup {
     revocations,
     realm: options.realm ?? 'api',
     maxTokenAgeMs: options.maxTokenAgeSeconds === undefined ? undefined : options.maxTokenAgeSeconds * 1000,
+    requirement:
+      options.acr === undefined && options.maxAgeSeconds === undefined
+        ? undefined
+        : {
+            ...(options.acr === undefined ? {} : { acr: options.acr }),
+            ...(options.maxAgeSeconds === undefined ? {} : { maxAgeSeconds: options.maxAgeSeconds }),
+          },
   };
 }

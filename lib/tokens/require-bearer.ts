@@ -4,6 +4,8 @@ import { OptionsError } from '../util/options';
 import { bearerErrors, INVALID_REQUEST, rememberRealm } from './bearer-errors';
 import { B64TOKEN, extractBearerToken } from './bearer-token-request';
 import { TokenError } from './errors';
+import { InsufficientAuthenticationError } from '../session/step-up';
+import { tokenMeets } from './token-authentication';
 import { bearerSetup, type RequireBearerOptions } from './require-bearer-options';
 import { carriesGrant } from './token-revocations';
 import type { AuthInfo } from './types';
@@ -37,7 +39,9 @@ function headerFacts(token: string): string {
  * `claimIncludes()` after it per route. With `tokenService` (or `revocationStore`), a token of a revoked grant —
  * revoked by `revokeGrant` or by the reuse of one of its refresh tokens — is refused. Errors go to `next(err)` with
  * RFC 6750 challenges: no token → 401; malformed request → 400 invalid_request; bad or revoked token → 401
- * invalid_token; key source or revocation store down → 503 (502 for a broken JWKS).
+ * invalid_token; key source or revocation store down → 503 (502 for a broken JWKS). With `acr` and/or
+ * `maxAgeSeconds`, a token whose `acr` (or `amr`) is below the level or whose `auth_time` is too old gets 401
+ * `insufficient_user_authentication` with `acr_values`/`max_age` (RFC 9470), so the client can obtain a stronger one.
  *
  * @example
  * app.use('/api', requireBearer({ jwksUri: 'https://auth.example.test/.well-known/jwks.json', algorithms: ['RS256'],
@@ -49,13 +53,19 @@ export function requireBearer(options: RequireBearerOptions): RequestHandler {
   if (arguments.length === 3 && typeof arguments[2] === 'function') {
     throw new OptionsError('requireBearer: it is a factory: write app.use(requireBearer({ ... })), not app.use(requireBearer)');
   }
-  const { verify, revocations, realm, maxTokenAgeMs } = bearerSetup(options);
+  const { verify, revocations, realm, maxTokenAgeMs, requirement } = bearerSetup(options);
+  const insufficient = requirement === undefined ? undefined : new InsufficientAuthenticationError(requirement, { realm });
   const errors = bearerErrors(realm);
   const places = { allowQuery: options.allowQueryToken === true, allowBody: options.allowBodyToken === true };
   const { isRevoked } = options;
   const cacheSize = options.cacheSize ?? 1000;
   const cache = new VerifiedTokenCache(cacheSize, maxTokenAgeMs);
   const ownRealm = realm !== 'api';
+
+  /** True when the token meets the route's `acr`/`maxAgeSeconds`, checked on every request (age changes). */
+  function strongEnough(entry: CachedToken): boolean {
+    return requirement === undefined || tokenMeets(entry.claims, requirement, Math.floor(Date.now() / 1000));
+  }
 
   function accept(req: Request, token: string, entry: CachedToken): void {
     const auth: AuthInfo = { token, header: entry.header, payload: entry.claims };
@@ -69,6 +79,7 @@ export function requireBearer(options: RequireBearerOptions): RequestHandler {
       throw new TokenError('revoked', 'gid');
     }
     if (isRevoked && (await isRevoked(entry.claims, req))) throw new TokenError('revoked');
+    if (!strongEnough(entry)) throw insufficient;
     accept(req, token, entry);
   }
 
@@ -77,7 +88,7 @@ export function requireBearer(options: RequireBearerOptions): RequestHandler {
       const why = error instanceof TokenError ? `${error.reason}${error.claim ? ` (${error.claim})` : ''}` : String((error as Error)?.name);
       debug('refused %s %s: %s; %s', req.method, pathOf(req), why, headerFacts(token));
     }
-    next(errors.fromFailure(error));
+    next(error === insufficient ? error : errors.fromFailure(error));
   }
 
   return function requireBearerMiddleware(req: Request, _res: Response, next: NextFunction): void {
@@ -99,6 +110,10 @@ export function requireBearer(options: RequireBearerOptions): RequestHandler {
     if (cached !== undefined) {
       if (!isRevoked && !cached.checkRevocation) {
         // The hot path stays synchronous: no promise for a token we already verified.
+        if (!strongEnough(cached)) {
+          refuse(req, token, insufficient, next);
+          return;
+        }
         accept(req, token, cached);
         next();
         return;

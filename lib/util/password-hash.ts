@@ -1,4 +1,5 @@
 import { randomBytes, scrypt as scryptCallback, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import { checkOptions, type OptionSchema } from './options';
 
 /** Cost parameters of a scrypt password hash. */
 export interface ScryptParameters {
@@ -23,6 +24,7 @@ const SALT_LENGTH = 16;
 const MAX_N = 2 ** 20;
 const MAX_R = 32;
 const MAX_P = 16;
+const SCRYPT_PARAMETER_SCHEMA: OptionSchema = { N: { type: 'integer' }, r: { type: 'integer' }, p: { type: 'integer' } };
 
 /** A parsed `scrypt$N$r$p$salt$hash` string. */
 export interface ParsedPasswordHash extends ScryptParameters {
@@ -80,6 +82,8 @@ export function parsePasswordHash(encoded: string): ParsedPasswordHash {
  */
 export async function hashPassword(plain: string, params: Partial<ScryptParameters> = {}): Promise<string> {
   if (typeof plain !== 'string' || plain.length === 0) throw new TypeError('hashPassword: the password must be a non-empty string');
+  // A misspelled parameter (`n` for `N`) would otherwise hash with the default silently.
+  checkOptions('hashPassword', params as unknown, SCRYPT_PARAMETER_SCHEMA);
   const full: ScryptParameters = { ...DEFAULT_SCRYPT_PARAMETERS, ...params };
   validateParameters(full, 'hashPassword');
   const salt = randomBytes(SALT_LENGTH);

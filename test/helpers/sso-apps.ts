@@ -13,6 +13,7 @@ import {
   type SsoSessionMiddleware,
   type SsoSessionOptions,
 } from '../../lib';
+import { guarded } from '../../lib/http/handlers';
 
 /** A secret long enough for `ssoSession`; tests that need a second one build it from this. */
 export const TEST_SECRET = 'test-secret-0123456789-abcdefghijklmnopqrstuvwxyz';
@@ -51,23 +52,27 @@ export async function startSsoApp(
   app.set('trust proxy', 'loopback');
   app.use(express.json());
   app.use(sso);
-  app.post('/login', async (req, res) => {
-    const {
-      tags,
-      id,
-      source = TEST_SOURCE,
-      ...user
-    } = req.body as {
-      id: string;
-      source?: string;
-      name: string;
-      roles: string[];
-      method: string;
-      tags?: string[];
-    };
-    await establishLogin(req, { ...user, source, subject: id }, { tags });
-    res.status(204).end();
-  });
+  // Through `guarded`, as an Express 4 app must: a rejected login (the store is down) reaches the error handler.
+  app.post(
+    '/login',
+    guarded(async (req, res) => {
+      const {
+        tags,
+        id,
+        source = TEST_SOURCE,
+        ...user
+      } = req.body as {
+        id: string;
+        source?: string;
+        name: string;
+        roles: string[];
+        method: string;
+        tags?: string[];
+      };
+      await establishLogin(req, { ...user, source, subject: id }, { tags });
+      res.status(204).end();
+    }),
+  );
   app.get('/public', (req, res) => {
     res.json({ user: req.user?.id ?? null });
   });
@@ -77,14 +82,21 @@ export async function startSsoApp(
   app.post('/orders', requireSession(options.require), (req, res) => {
     res.status(201).json({ by: req.user!.id });
   });
-  app.post('/logout', async (req, res) => {
-    await logout(req, res);
-    res.status(204).end();
-  });
-  app.post('/logout-everywhere', requireSession(), async (req, res) => {
-    const ended = await logoutEverywhere(req);
-    res.json({ ended });
-  });
+  app.post(
+    '/logout',
+    guarded(async (req, res) => {
+      await logout(req, res);
+      res.status(204).end();
+    }),
+  );
+  app.post(
+    '/logout-everywhere',
+    requireSession(),
+    guarded(async (req, res) => {
+      const ended = await logoutEverywhere(req);
+      res.json({ ended });
+    }),
+  );
   app.use('/account', sessionsResource());
   options.routes?.(app);
   app.use(errorHandler({ log: false }));

@@ -119,7 +119,7 @@ export function plainRequest(
   url: string,
   host: string,
   cookie?: string,
-  timeoutMs = 10_000,
+  timeoutMs = 40_000,
 ): Promise<PlainResponse> {
   return new Promise((resolve, reject) => {
     const target = new URL(url);

@@ -21,7 +21,7 @@ describe('oidcLogin options', () => {
 
   it.each<[string, Record<string, unknown>, RegExp]>([
     ['an unknown prompt', { prompt: 'always' }, /prompt must be one of/],
-    ['a fractional maxAge', { maxAge: 1.5 }, /maxAge must be a whole number of seconds/],
+    ['a fractional maxAgeSeconds', { maxAgeSeconds: 1.5 }, /maxAgeSeconds must be a whole number of seconds/],
     ['a login hint with spaces', { loginHint: 'a b' }, /loginHint/],
     ['an unknown query parameter', { queryParameters: ['acr_values'] }, /queryParameters/],
   ])('throws a TypeError for %s', (_label, options, message) => {

@@ -50,7 +50,8 @@ describe('1,000 users logging in at once and browsing two apps of the parent dom
     expect(answers.filter((answer) => answer.status >= 500)).toEqual([]);
     expect(answers.filter((answer) => answer.status !== 200 || answer.answered !== answer.id)).toEqual([]);
     expect(answers).toHaveLength(2 * USERS);
-  }, 60_000);
+    // Correctness under a burst, not speed: a loaded machine may take long, and only a wrong answer fails.
+  }, 120_000);
 
   it('stores a session in at most 1 KB of Redis memory on average', async () => {
     const keys = [...cookies.values()].map((cookie) => `${redis.prefix}sess:${sessionIdOf(cookie)}`);

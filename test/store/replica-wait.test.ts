@@ -52,8 +52,10 @@ describe('RedisStore waitForReplicas', () => {
   beforeAll(async () => {
     master = await startPrivateRedis();
     replica = await startPrivateRedis(['--replicaof', '127.0.0.1', String(master.port)]);
+    // The replica process is up, but its first sync may still be running: wait for the link, as startReplica does.
     replicaUp = true;
-    await startReplica();
+    await until(async () => (await replicationInfo(master.port)).includes('connected_slaves:1'), 'the replica attaching');
+    await until(async () => (await replicationInfo(replica.port)).includes('master_link_status:up'), 'the replica link');
     store = new RedisStore(master.url, { prefix, waitForReplicas: WAIT });
     plain = new RedisStore(master.url, { prefix });
   });

@@ -281,6 +281,60 @@ describe('requireBearer RFC 6750 errors', () => {
   });
 });
 
+describe('requireBearer({ acr, maxAgeSeconds }): step-up for tokens (RFC 9470)', () => {
+  const secret = randomBytes(64);
+  const key = createSecretKey(secret);
+  let server: Server;
+  beforeAll(async () => {
+    server = await serve({ secret, algorithms: ['HS256'], issuer, audience, realm: 'payouts', acr: '2fa', maxAgeSeconds: 300 });
+  });
+
+  it('accepts a token with acr 2fa (or amr showing two factors) and a recent auth_time', async () => {
+    await request(server)
+      .get('/api')
+      .set(bearer(await mint(key, 'HS256', { acr: '2fa', auth_time: nowSeconds() - 10 })))
+      .expect(200);
+    await request(server)
+      .get('/api')
+      .set(bearer(await mint(key, 'HS256', { amr: ['pwd', 'otp'], auth_time: nowSeconds() - 10 })))
+      .expect(200);
+  });
+
+  it.each([
+    ['a one-factor acr', { acr: '1fa', auth_time: 'recent' }],
+    ['an unknown acr with one method', { acr: 'urn:idp:gold', amr: ['pwd'], auth_time: 'recent' }],
+    ['an auth_time older than max_age', { acr: '2fa', auth_time: 'old' }],
+    ['no auth_time', { acr: '2fa' }],
+    ['a string auth_time', { acr: '2fa', auth_time: 'string' }],
+  ])('answers %s with 401 insufficient_user_authentication naming acr_values and max_age', async (_name, claims) => {
+    const authTime = { recent: nowSeconds() - 10, old: nowSeconds() - 301, string: String(nowSeconds()) }[
+      String((claims as { auth_time?: string }).auth_time)
+    ];
+    const token = await mint(key, 'HS256', { ...claims, auth_time: authTime });
+    const res = await request(server).get('/api').set(bearer(token));
+    expectProblem(res, 401, 'insufficient_user_authentication');
+    expect(res.headers['www-authenticate']).toBe(
+      'Bearer realm="payouts", error="insufficient_user_authentication", error_description="A second factor is required within the last 300 seconds", acr_values="2fa", max_age=300',
+    );
+    expect(res.body).toMatchObject({ acr_values: '2fa', max_age: 300 });
+  });
+
+  it('checks the age again for a cached token', async () => {
+    const token = await mint(key, 'HS256', { acr: '2fa', auth_time: nowSeconds() - 299 });
+    await request(server).get('/api').set(bearer(token)).expect(200);
+    const later = jest.spyOn(Date, 'now').mockReturnValue(Date.now() + 5000);
+    try {
+      expectProblem(await request(server).get('/api').set(bearer(token)), 401, 'insufficient_user_authentication');
+    } finally {
+      later.mockRestore();
+    }
+  });
+
+  it('refuses acr values it does not order', () => {
+    expect(() => requireBearer({ secret, algorithms: ['HS256'], issuer, audience, acr: 'gold' as never })).toThrow(/acr must be one of/);
+  });
+});
+
 describe('requireBearer refuses the attack corpus over HTTP', () => {
   let attacker: TestHttpServer;
   let target: AttackTarget;

@@ -1,0 +1,108 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+
+// Express 5 passes a rejected promise of a handler to `next`; Express 4 ignores it: the request hangs and the
+// rejection is unhandled (which ends a Node process by default). So every async handler the kit mounts goes through
+// `guarded` (lib/http/handlers.ts). This test reads the sources: an async function given to a router or app method
+// without `guarded(` fails it, whether written inline, named elsewhere in the file, or made by a factory of the file
+// that returns one (`passwordLogin(...)`).
+
+const lib = path.join(__dirname, '..', '..', 'lib');
+
+function sourcesUnder(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) return sourcesUnder(full);
+    return entry.name.endsWith('.ts') ? [full] : [];
+  });
+}
+
+/** The text of the call's arguments starting at `open` (the index of its opening parenthesis). */
+function argumentsAt(source: string, open: number): string {
+  let depth = 0;
+  for (let i = open; i < source.length; i += 1) {
+    if (source[i] === '(') depth += 1;
+    else if (source[i] === ')') {
+      depth -= 1;
+      if (depth === 0) return source.slice(open + 1, i);
+    }
+  }
+  return source.slice(open + 1);
+}
+
+const ROUTE_CALL = /(?:\b(?:app|router|\w+Router)\s*|^\s*)\.(?:get|post|put|patch|delete|all|use|head|options)\(/gm;
+
+/** The top-level arguments of an argument list (commas inside brackets, braces and parentheses do not split). */
+function topLevel(args: string): string[] {
+  const parts: string[] = [];
+  let depth = 0;
+  let from = 0;
+  for (let i = 0; i < args.length; i += 1) {
+    const c = args[i];
+    if (c === '(' || c === '[' || c === '{') depth += 1;
+    else if (c === ')' || c === ']' || c === '}') depth -= 1;
+    else if (c === ',' && depth === 0) {
+      parts.push(args.slice(from, i).trim());
+      from = i + 1;
+    }
+  }
+  parts.push(args.slice(from).trim());
+  return parts.filter((part) => part !== '');
+}
+
+const withoutComments = (raw: string): string => raw.replace(/^\s*(\*|\/\/|\/\*\*).*$/gm, '');
+
+/** Factories that return an async handler, e.g. `function passwordLogin(...) { return async function ...`. */
+function handlerFactories(raw: string): string[] {
+  return [...withoutComments(raw).matchAll(/function (\w+)\([^)]*\)[^{]*\{\s*return async function/g)].map((match) => match[1]!);
+}
+
+/** Async handlers given to a route method without `guarded(`, as `file: excerpt`; `factories` are from every file. */
+function unguardedAsyncHandlers(file: string, raw: string, factories: ReadonlySet<string>): string[] {
+  const source = withoutComments(raw);
+  const asyncNames = new Set<string>();
+  for (const match of source.matchAll(/^\s*(?:export )?async function (\w+)|^\s*const (\w+) = async\b/gm))
+    asyncNames.add((match[1] ?? match[2])!);
+  const found: string[] = [];
+  for (const call of source.matchAll(ROUTE_CALL)) {
+    for (const arg of topLevel(argumentsAt(source, call.index + call[0].length - 1))) {
+      const callee = /^(\w+)\(/.exec(arg)?.[1];
+      if (arg.startsWith('async ') || asyncNames.has(arg) || (callee !== undefined && factories.has(callee))) {
+        found.push(`${path.relative(lib, file)}: ${arg.slice(0, 60).replace(/\s+/g, ' ')}`);
+      }
+    }
+  }
+  return found;
+}
+
+describe('async handlers on Express 4', () => {
+  it('finds an unguarded handler in every shape it can take (the scan itself works)', () => {
+    const sample = [
+      'async function listThings(req, res) {}',
+      'function makeLogin(settings) {',
+      '  return async function submitLogin(req, res) {};',
+      '}',
+      "router.get('/a', async function inline(req, res) {});",
+      "router.get('/b', async (req, res) => {});",
+      "router.route('/c')",
+      '  .get(requireLogin, listThings)',
+      "router.post('/d', parseForm, makeLogin(settings));",
+      "router.get('/ok', guarded(async function fine(req, res) {}), guarded(listThings), guarded(makeLogin(settings)));",
+      'await Promise.all(items.map(async (item) => item));',
+    ].join('\n');
+    expect(unguardedAsyncHandlers(path.join(lib, 'sample.ts'), sample, new Set(handlerFactories(sample)))).toEqual([
+      'sample.ts: async function inline(req, res) {}',
+      'sample.ts: async (req, res) => {}',
+      'sample.ts: listThings',
+      'sample.ts: makeLogin(settings)',
+    ]);
+  });
+
+  it('every async handler the kit mounts goes through guarded()', () => {
+    const sources = new Map(sourcesUnder(lib).map((file) => [file, readFileSync(file, 'utf8')]));
+    const factories = new Set([...sources.values()].flatMap(handlerFactories));
+    expect(factories).toContain('passwordLogin');
+    const found = [...sources].flatMap(([file, raw]) => unguardedAsyncHandlers(file, raw, factories));
+    expect(found).toEqual([]);
+  });
+});

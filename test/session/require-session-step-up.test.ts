@@ -1,0 +1,107 @@
+import { testRedisStore } from '../helpers/redis';
+import { expectProblem } from '../helpers/problem';
+import { loginAs, ssoOptions, startSsoApp, via } from '../helpers/sso-apps';
+import { requireSession, ssoSession } from '../../lib';
+
+const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
+const now = () => Math.floor(Date.now() / 1000);
+
+describe('requireSession({ acr, maxAgeSeconds }): step-up per route', () => {
+  let redis: Awaited<ReturnType<typeof testRedisStore>>;
+  let shop: Awaited<ReturnType<typeof startSsoApp>>;
+
+  beforeAll(async () => {
+    redis = await testRedisStore('step-up');
+    shop = await startSsoApp(ssoSession(ssoOptions({ store: redis.store })), {
+      routes: (app) => {
+        app.get('/admin', requireSession({ acr: '2fa', maxAgeSeconds: 300 }), (req, res) => res.json({ id: req.user!.id }));
+        app.post('/admin/payouts', requireSession({ acr: '2fa', maxAgeSeconds: 300 }), (_req, res) => res.status(201).end());
+        app.get('/vault', requireSession({ acr: 'phr' }), (_req, res) => res.end('vault'));
+        app.get('/fresh', requireSession({ maxAgeSeconds: 60, stepUpUrl: 'https://auth.example.test/reauth?ui=1' }), (_req, res) =>
+          res.end('fresh'),
+        );
+      },
+    });
+  });
+  afterAll(async () => {
+    await shop.close();
+    await redis.cleanup();
+  });
+
+  const login = (authentication?: Record<string, unknown>) =>
+    loginAs(shop.server, 'shop.example.test', { id: 'alice', ...(authentication ? { authentication } : {}) } as never);
+
+  it('redirects a one-factor browser navigation to the step-up page with return_to, acr and max_age', async () => {
+    const cookie = await login();
+    const res = await via(shop.server, 'shop.example.test', 'get', '/admin?tab=users', cookie).set('Accept', BROWSER_ACCEPT);
+    expect(res.status).toBe(302);
+    const location = new URL(res.headers.location!);
+    expect(`${location.origin}${location.pathname}`).toBe('https://auth.example.test/step-up');
+    expect(location.searchParams.get('return_to')).toBe('https://shop.example.test/admin?tab=users');
+    expect(location.searchParams.get('acr')).toBe('2fa');
+    expect(location.searchParams.get('max_age')).toBe('300');
+    expect(res.headers['cache-control']).toBe('no-store');
+  });
+
+  it('answers an API request 401 insufficient_user_authentication with the RFC 9470 challenge', async () => {
+    const cookie = await login();
+    const res = await via(shop.server, 'shop.example.test', 'get', '/admin', cookie).set('Accept', 'application/json');
+    expectProblem(res, 401, 'insufficient_user_authentication');
+    expect(res.headers['www-authenticate']).toBe(
+      'Bearer error="insufficient_user_authentication", error_description="A second factor is required within the last 300 seconds", acr_values="2fa", max_age=300',
+    );
+    expect(res.body).toMatchObject({ acr_values: '2fa', max_age: 300, step_up_url: 'https://auth.example.test/step-up' });
+    const post = await via(shop.server, 'shop.example.test', 'post', '/admin/payouts', cookie).set('Accept', BROWSER_ACCEPT);
+    expectProblem(post, 401, 'insufficient_user_authentication');
+  });
+
+  it('lets a session with two recent factors through', async () => {
+    const cookie = await login({ amr: ['pwd', 'otp'] });
+    const res = await via(shop.server, 'shop.example.test', 'get', '/admin', cookie).set('Accept', 'application/json');
+    expect(res.status).toBe(200);
+  });
+
+  it('refuses two factors older than maxAgeSeconds', async () => {
+    const cookie = await login({ amr: ['pwd', 'otp'], authTime: now() - 301 });
+    const res = await via(shop.server, 'shop.example.test', 'get', '/admin', cookie).set('Accept', 'application/json');
+    expectProblem(res, 401, 'insufficient_user_authentication');
+  });
+
+  it('orders levels: two factors do not open a phishing-resistant route, a hardware key does', async () => {
+    const twoFactors = await login({ amr: ['pwd', 'otp'] });
+    expectProblem(await via(shop.server, 'shop.example.test', 'get', '/vault', twoFactors).set('Accept', '*/*'), 401);
+    const hardware = await login({ amr: ['hwk'] });
+    expect((await via(shop.server, 'shop.example.test', 'get', '/vault', hardware)).status).toBe(200);
+    expect((await via(shop.server, 'shop.example.test', 'get', '/admin', hardware)).status).toBe(200);
+  });
+
+  it('uses the stepUpUrl option, keeping its own query', async () => {
+    const cookie = await login({ amr: ['pwd'], authTime: now() - 120 });
+    const res = await via(shop.server, 'shop.example.test', 'get', '/fresh', cookie).set('Accept', BROWSER_ACCEPT);
+    const location = new URL(res.headers.location!);
+    expect(`${location.origin}${location.pathname}`).toBe('https://auth.example.test/reauth');
+    expect(location.searchParams.get('ui')).toBe('1');
+    expect(location.searchParams.get('max_age')).toBe('60');
+    expect(location.searchParams.get('acr')).toBeNull();
+  });
+
+  it('does not put a foreign Host into return_to', async () => {
+    const cookie = await login();
+    const res = await via(shop.server, 'evil.test', 'get', '/admin', cookie).set('Accept', BROWSER_ACCEPT);
+    const location = new URL(res.headers.location!);
+    expect(location.searchParams.get('return_to')).toBe('https://auth.example.test/');
+  });
+
+  it('still sends a request without a login to the login page first', async () => {
+    const res = await via(shop.server, 'shop.example.test', 'get', '/admin').set('Accept', BROWSER_ACCEPT);
+    expect(new URL(res.headers.location!).pathname).toBe('/login');
+  });
+
+  it('checks its options when called', () => {
+    expect(() => requireSession({ acr: '3fa' as never })).toThrow(/acr must be one of 1fa, 2fa, phr/);
+    expect(() => requireSession({ acr: '2fa', maxAgeSeconds: -1 })).toThrow(/maxAgeSeconds/);
+    expect(() => requireSession({ maxAge: 300 } as never)).toThrow(/maxAgeSeconds/);
+    expect(() => requireSession({ stepUpUrl: 'https://auth.example.test/step-up' })).toThrow(/only used with acr or maxAgeSeconds/);
+    expect(() => requireSession({ acr: '2fa', stepUpUrl: '/step-up' })).toThrow(/stepUpUrl must be an absolute/);
+  });
+});
