@@ -23,7 +23,7 @@ export type { PublicKeyCredentialCreationOptionsJSON, PublicKeyCredentialRequest
 export interface PasskeyCeremonyOptions {
   /** The kit store; challenges live there, single-use, until they expire. */
   store: KeyValueStore;
-  /** Where passkeys are kept: a `CredentialStore`, or `passkeyRecords(store)`. */
+  /** Where passkeys are kept: a `CredentialStore` (`KeyValueCredentialStore` or `PostgresCredentialStore`). */
   passkeys: PasskeyRecords;
   /**
    * The relying-party id: your parent domain (the session cookie's domain), so one passkey serves every subdomain.
@@ -151,7 +151,7 @@ function clientDataOf(
  * forward, and record the new counter and backup state with a compare-and-set.
  *
  * @example
- * const ceremonies = new PasskeyCeremonies({ store, passkeys: passkeyRecords(store), rpId: 'example.com', rpName: 'Example' });
+ * const ceremonies = new PasskeyCeremonies({ store, passkeys: new KeyValueCredentialStore(store), rpId: 'example.com', rpName: 'Example' });
  * const options = await ceremonies.authenticationOptions();
  * // … the browser calls navigator.credentials.get(options) …
  * const { passkey, amr } = await ceremonies.verifyAuthentication(response);

@@ -5,7 +5,7 @@ import type { ThrottleLimit } from './login-throttle-options';
 
 /** Options of the portal's passkeys, `loginPortal({ passkeys: { credentials } })`. */
 export interface PortalPasskeyOptions {
-  /** Where passkeys are kept: a `CredentialStore` (Redis or PostgreSQL adapter) or `passkeyRecords(store)`. */
+  /** Where passkeys are kept: a `CredentialStore`: `new KeyValueCredentialStore(store)` or `new PostgresCredentialStore(...)`. */
   credentials: PasskeyRecords;
   /** The relying-party id. Default: the session cookie's parent domain, so one passkey serves every subdomain. */
   rpId?: string;
@@ -49,7 +49,7 @@ const SCHEMA: OptionSchema = {
  * Checks the portal's `passkeys` option by the kit's one options rule and applies the defaults.
  *
  * @example
- * const passkeys = resolvePasskeyOptions({ credentials: passkeyRecords(store) });
+ * const passkeys = resolvePasskeyOptions({ credentials: new KeyValueCredentialStore(store) });
  */
 export function resolvePasskeyOptions(options: PortalPasskeyOptions): PasskeySettings {
   checkOptions('loginPortal passkeys', options, SCHEMA);

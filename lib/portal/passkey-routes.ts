@@ -5,6 +5,7 @@ import { authenticationOf } from '../session/authentication';
 import { establishLogin } from '../session/establish-login';
 import { parseIdentityId } from '../session/identity';
 import type { SessionUser } from '../session/types';
+import { guarded } from '../http/handlers';
 import { debugChannel } from '../util/debug';
 import { requestOrigin } from '../util/request-origin';
 import { clientNetwork } from './client-network';
@@ -48,7 +49,7 @@ function refusedProblem(error: unknown): unknown {
  * `POST /passkeys/sign-in` (passwordless, throttled per network), and the page script. Every POST is same-origin only.
  *
  * @example
- * router.use(passkeyRoutes(portalSettings, resolvePasskeyOptions({ credentials: passkeyRecords(store) })));
+ * router.use(passkeyRoutes(portalSettings, resolvePasskeyOptions({ credentials: new KeyValueCredentialStore(store) })));
  */
 export function passkeyRoutes(portal: PortalSettings, settings: PasskeySettings): Router {
   const router = Router();
@@ -97,125 +98,150 @@ export function passkeyRoutes(portal: PortalSettings, settings: PasskeySettings)
     res.send(passkeyScript());
   });
 
-  router.get('/passkeys', async function showPasskeys(req: Request, res: Response) {
-    if (!req.user) {
-      res.redirect(303, reauthenticateUrl(req).replace('prompt=login&', ''));
-      return;
-    }
-    const user = directoryUser(req);
-    const passkeys = await settings.credentials.listPasskeys(user.id);
-    const notice = NOTICES[Object.keys(NOTICES).find((key) => req.query[key] === '1') ?? ''];
-    allowSameOriginReferrer(res);
-    res.setHeader('Cache-Control', 'no-store');
-    res.type('html').send(
-      renderPasskeysPage({
-        assetsPath,
-        userName: user.name,
-        basePath: req.baseUrl,
-        passkeys: passkeys.map((p) => ({
-          credentialId: p.credentialId,
-          name: p.name,
-          createdAt: p.createdAt,
-          synced: p.deviceType === 'multiDevice',
-          ...(p.lastUsedAt === undefined ? {} : { lastUsedAt: p.lastUsedAt }),
-        })),
-        ...(loginIsRecent(user) ? {} : { reauthenticateUrl: reauthenticateUrl(req) }),
-        ...(notice ? { notice } : {}),
-      }),
-    );
-  });
+  router.get(
+    '/passkeys',
+    guarded(async function showPasskeys(req: Request, res: Response) {
+      if (!req.user) {
+        res.redirect(303, reauthenticateUrl(req).replace('prompt=login&', ''));
+        return;
+      }
+      const user = directoryUser(req);
+      const passkeys = await settings.credentials.listPasskeys(user.id);
+      const notice = NOTICES[Object.keys(NOTICES).find((key) => req.query[key] === '1') ?? ''];
+      allowSameOriginReferrer(res);
+      res.setHeader('Cache-Control', 'no-store');
+      res.type('html').send(
+        renderPasskeysPage({
+          assetsPath,
+          userName: user.name,
+          basePath: req.baseUrl,
+          passkeys: passkeys.map((p) => ({
+            credentialId: p.credentialId,
+            name: p.name,
+            createdAt: p.createdAt,
+            synced: p.deviceType === 'multiDevice',
+            ...(p.lastUsedAt === undefined ? {} : { lastUsedAt: p.lastUsedAt }),
+          })),
+          ...(loginIsRecent(user) ? {} : { reauthenticateUrl: reauthenticateUrl(req) }),
+          ...(notice ? { notice } : {}),
+        }),
+      );
+    }),
+  );
 
-  router.post('/passkeys/registration/options', async function registrationOptions(req: Request, res: Response) {
-    requireSameOrigin(req, allowedOrigins);
-    const user = directoryUser(req);
-    // A stolen session alone must not be able to plant a lasting credential: adding one needs a fresh login.
-    if (!loginIsRecent(user)) {
-      throw new UnauthorizedError({ code: 'recent_login_required', detail: 'Sign in again to add a passkey.' });
-    }
-    res.setHeader('Cache-Control', 'no-store');
-    res.json(await ceremonies(req).registrationOptions({ id: user.id, name: user.name, displayName: user.name }));
-  });
+  router.post(
+    '/passkeys/registration/options',
+    guarded(async function registrationOptions(req: Request, res: Response) {
+      requireSameOrigin(req, allowedOrigins);
+      const user = directoryUser(req);
+      // A stolen session alone must not be able to plant a lasting credential: adding one needs a fresh login.
+      if (!loginIsRecent(user)) {
+        throw new UnauthorizedError({ code: 'recent_login_required', detail: 'Sign in again to add a passkey.' });
+      }
+      res.setHeader('Cache-Control', 'no-store');
+      res.json(await ceremonies(req).registrationOptions({ id: user.id, name: user.name, displayName: user.name }));
+    }),
+  );
 
-  router.post('/passkeys/registration', json, async function register(req: Request, res: Response) {
-    requireSameOrigin(req, allowedOrigins);
-    const user = directoryUser(req);
-    if (!loginIsRecent(user)) throw new UnauthorizedError({ code: 'recent_login_required', detail: 'Sign in again to add a passkey.' });
-    const body = (req.body ?? {}) as Record<string, unknown>;
-    const name = passkeyName(body.name);
-    if (name === undefined)
-      throw new BadRequestError({ code: 'invalid_passkey_name', detail: 'Give the passkey a name of at most 64 characters.' });
-    const passkey = await ceremonies(req)
-      .verifyRegistration(user.id, body.response, name)
-      .catch((error: unknown) => {
-        throw refusedProblem(error);
+  router.post(
+    '/passkeys/registration',
+    json,
+    guarded(async function register(req: Request, res: Response) {
+      requireSameOrigin(req, allowedOrigins);
+      const user = directoryUser(req);
+      if (!loginIsRecent(user)) throw new UnauthorizedError({ code: 'recent_login_required', detail: 'Sign in again to add a passkey.' });
+      const body = (req.body ?? {}) as Record<string, unknown>;
+      const name = passkeyName(body.name);
+      if (name === undefined)
+        throw new BadRequestError({ code: 'invalid_passkey_name', detail: 'Give the passkey a name of at most 64 characters.' });
+      const passkey = await ceremonies(req)
+        .verifyRegistration(user.id, body.response, name)
+        .catch((error: unknown) => {
+          throw refusedProblem(error);
+        });
+      res.status(201).json({ credentialId: passkey.credentialId, name: passkey.name });
+    }),
+  );
+
+  router.post(
+    '/passkeys/rename',
+    form,
+    guarded(async function renamePasskey(req: Request, res: Response) {
+      requireSameOrigin(req, allowedOrigins);
+      const user = directoryUser(req);
+      const body = (req.body ?? {}) as Record<string, unknown>;
+      const credential = oneString(body.credential);
+      const name = passkeyName(body.name);
+      if (!credential || credential.length > 1024 || name === undefined)
+        throw new BadRequestError({ detail: 'Name the passkey and its new name.' });
+      const renamed = await settings.credentials.renamePasskey(user.id, credential, name);
+      res.redirect(303, `${req.baseUrl}/passkeys${renamed ? '?renamed=1' : ''}`);
+    }),
+  );
+
+  router.post(
+    '/passkeys/remove',
+    form,
+    guarded(async function removePasskey(req: Request, res: Response) {
+      requireSameOrigin(req, allowedOrigins);
+      const user = directoryUser(req);
+      const credential = oneString((req.body as Record<string, unknown> | undefined)?.credential);
+      if (!credential || credential.length > 1024) throw new BadRequestError({ detail: 'Name the passkey to remove.' });
+      const removed = await settings.credentials.removePasskey(user.id, credential);
+      res.redirect(303, `${req.baseUrl}/passkeys${removed ? '?removed=1' : ''}`);
+    }),
+  );
+
+  router.post(
+    '/passkeys/sign-in/options',
+    guarded(async function signInOptions(req: Request, res: Response) {
+      requireSameOrigin(req, allowedOrigins);
+      res.setHeader('Cache-Control', 'no-store');
+      res.json(await ceremonies(req).authenticationOptions());
+    }),
+  );
+
+  router.post(
+    '/passkeys/sign-in',
+    json,
+    guarded(async function signIn(req: Request, res: Response, next: NextFunction) {
+      requireSameOrigin(req, allowedOrigins);
+      const body = (req.body ?? {}) as Record<string, unknown>;
+      const returnTo = safeReturnTo(req, body.return_to);
+      const attempt = await throttle.attempt([`network:${clientNetwork(req.ip ?? req.socket.remoteAddress ?? '')}`]);
+      if (!attempt.allowed) {
+        throw new TooManyRequestsError(attempt.retryAfterSeconds, { detail: 'Too many failed passkey attempts. Try again later.' });
+      }
+      let assertion: PasskeyAssertion;
+      try {
+        assertion = await ceremonies(req).verifyAuthentication(body.response);
+      } catch (error) {
+        next(refusedProblem(error));
+        return;
+      }
+      // The credential signs in its stored owner, who must still be an enabled user of this portal's directory.
+      const identity = parseIdentityId(assertion.passkey.userId);
+      const user = identity?.source === portal.directorySource ? await portal.users.findById(identity.subject) : null;
+      if (!identity || !user || user.disabled === true) {
+        debug('refused a passkey sign-in: its owner is not an enabled user of the directory');
+        throw new UnauthorizedError({ code: 'passkey_refused', detail: REFUSED });
+      }
+      await attempt.succeeded();
+      await establishLogin(req, {
+        source: identity.source,
+        subject: identity.subject,
+        name: user.name,
+        roles: user.roles,
+        method: 'passkey',
+        // Passwordless sign-in requires user verification: possession of the key plus the PIN or biometrics that
+        // unlocked it, bound to the origin, so it stands for two factors at the phishing-resistant level.
+        authentication: { amr: assertion.amr, acr: 'phr' },
+        ...(user.attributes ? { attributes: user.attributes } : {}),
       });
-    res.status(201).json({ credentialId: passkey.credentialId, name: passkey.name });
-  });
-
-  router.post('/passkeys/rename', form, async function renamePasskey(req: Request, res: Response) {
-    requireSameOrigin(req, allowedOrigins);
-    const user = directoryUser(req);
-    const body = (req.body ?? {}) as Record<string, unknown>;
-    const credential = oneString(body.credential);
-    const name = passkeyName(body.name);
-    if (!credential || credential.length > 1024 || name === undefined)
-      throw new BadRequestError({ detail: 'Name the passkey and its new name.' });
-    const renamed = await settings.credentials.renamePasskey(user.id, credential, name);
-    res.redirect(303, `${req.baseUrl}/passkeys${renamed ? '?renamed=1' : ''}`);
-  });
-
-  router.post('/passkeys/remove', form, async function removePasskey(req: Request, res: Response) {
-    requireSameOrigin(req, allowedOrigins);
-    const user = directoryUser(req);
-    const credential = oneString((req.body as Record<string, unknown> | undefined)?.credential);
-    if (!credential || credential.length > 1024) throw new BadRequestError({ detail: 'Name the passkey to remove.' });
-    const removed = await settings.credentials.removePasskey(user.id, credential);
-    res.redirect(303, `${req.baseUrl}/passkeys${removed ? '?removed=1' : ''}`);
-  });
-
-  router.post('/passkeys/sign-in/options', async function signInOptions(req: Request, res: Response) {
-    requireSameOrigin(req, allowedOrigins);
-    res.setHeader('Cache-Control', 'no-store');
-    res.json(await ceremonies(req).authenticationOptions());
-  });
-
-  router.post('/passkeys/sign-in', json, async function signIn(req: Request, res: Response, next: NextFunction) {
-    requireSameOrigin(req, allowedOrigins);
-    const body = (req.body ?? {}) as Record<string, unknown>;
-    const returnTo = safeReturnTo(req, body.return_to);
-    const attempt = await throttle.attempt([`network:${clientNetwork(req.ip ?? req.socket.remoteAddress ?? '')}`]);
-    if (!attempt.allowed) {
-      throw new TooManyRequestsError(attempt.retryAfterSeconds, { detail: 'Too many failed passkey attempts. Try again later.' });
-    }
-    let assertion: PasskeyAssertion;
-    try {
-      assertion = await ceremonies(req).verifyAuthentication(body.response);
-    } catch (error) {
-      next(refusedProblem(error));
-      return;
-    }
-    // The credential signs in its stored owner, who must still be an enabled user of this portal's directory.
-    const identity = parseIdentityId(assertion.passkey.userId);
-    const user = identity?.source === portal.directorySource ? await portal.users.findById(identity.subject) : null;
-    if (!identity || !user || user.disabled === true) {
-      debug('refused a passkey sign-in: its owner is not an enabled user of the directory');
-      throw new UnauthorizedError({ code: 'passkey_refused', detail: REFUSED });
-    }
-    await attempt.succeeded();
-    await establishLogin(req, {
-      source: identity.source,
-      subject: identity.subject,
-      name: user.name,
-      roles: user.roles,
-      method: 'passkey',
-      // Passwordless sign-in requires user verification: possession of the key plus the PIN or biometrics that
-      // unlocked it, bound to the origin, so it stands for two factors at the phishing-resistant level.
-      authentication: { amr: assertion.amr, acr: 'phr' },
-      ...(user.attributes ? { attributes: user.attributes } : {}),
-    });
-    res.setHeader('Cache-Control', 'no-store');
-    res.json({ redirect: returnTo || ssoContext(req).redirects.defaultUrl });
-  });
+      res.setHeader('Cache-Control', 'no-store');
+      res.json({ redirect: returnTo || ssoContext(req).redirects.defaultUrl });
+    }),
+  );
 
   return router;
 }

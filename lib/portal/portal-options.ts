@@ -37,7 +37,7 @@ export interface LoginPortalOptions {
   assetsPath?: string;
   /**
    * Passkeys: sign in without a password, and `GET /passkeys` where users add (after a recent login), rename and
-   * remove theirs. `{ credentials }` is where they are kept (a `CredentialStore` or `passkeyRecords(store)`).
+   * remove theirs. `{ credentials }` is where they are kept (a `CredentialStore` such as `new KeyValueCredentialStore(store)`).
    * Default none.
    */
   passkeys?: PortalPasskeyOptions;
@@ -88,7 +88,7 @@ const SCHEMA: OptionSchema = {
     check: (path: string) =>
       /^\/[A-Za-z0-9/_-]*[A-Za-z0-9_-]$/.test(path) ? undefined : `must be a path like "/portal-assets", got "${path}"`,
   },
-  passkeys: { type: 'object', expected: '{ credentials } (a CredentialStore or passkeyRecords(store))' },
+  passkeys: { type: 'object', expected: '{ credentials } (a CredentialStore such as new KeyValueCredentialStore(store))' },
 };
 
 /**

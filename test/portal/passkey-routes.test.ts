@@ -1,6 +1,7 @@
 import express, { type Express } from 'express';
 import request from 'supertest';
-import { passkeyRecords, type PasskeyRecords } from '../../lib/credentials/passkey-records';
+import { KeyValueCredentialStore } from '../../lib/credentials/kv-credential-store';
+import type { PasskeyRecords } from '../../lib/credentials/passkey-records';
 import { errorHandler, securityHeaders } from '../../lib/http';
 import { loginPortal, type LoginPortalOptions } from '../../lib/portal/login-portal';
 import { fileUserDirectory, type UserDirectory } from '../../lib/portal/user-directory';
@@ -73,7 +74,7 @@ describe('loginPortal passkeys', () => {
 
   beforeEach(async () => {
     redis = await testRedisStore('passkey-routes');
-    credentials = passkeyRecords(redis.store);
+    credentials = new KeyValueCredentialStore(redis.store);
     app = buildApp(redis.store, credentials);
   });
   afterEach(() => redis.cleanup());
@@ -268,7 +269,7 @@ describe('loginPortal passkeys', () => {
     const client = createRedisConnection(privateRedis.url);
     const store = new RedisStore(client, { prefix: 'passkeys:' });
     try {
-      const down = buildApp(store, passkeyRecords(store));
+      const down = buildApp(store, new KeyValueCredentialStore(store));
       await privateRedis.stop();
       const res = await fromPortal(request(down).post('/passkeys/sign-in/options'));
       expectProblem(res, 503);
