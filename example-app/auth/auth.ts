@@ -1,13 +1,14 @@
 /**
  * The auth site: the central login page of the domain. Users sign in here once, with a password, through the
  * corporate identity provider (OpenID Connect), or by scanning a QR code with a phone that is already signed in
- * (this site is also the QR provider); every other site of the domain then sees the login in the shared session.
+ * (this site is also the QR provider), or with a passkey added at /passkeys; every other site of the domain then sees the login in the shared session.
  */
 import express, { type Express, type Request, type Response } from 'express';
 import {
   errorHandler,
   hashAppSecret,
   KeySet,
+  KeyValueCredentialStore,
   loginPortal,
   notFound,
   oidc,
@@ -93,6 +94,9 @@ export function createAuth(config: DemoConfig, store: KeyValueStore): Express {
       throttle: { deviceTokenSecret: secretFor(config, 'device-tokens') },
       ...(qr ? { qrLogin: qr } : {}),
       providers: [{ href: '/login/demo-idp', label: 'Sign in with the Demo IdP' }],
+      // Passkeys for the demo users: add one at /passkeys after signing in, then sign in with it alone. The parent
+      // domain is the relying party, so the passkey works from every site of the demo.
+      passkeys: { credentials: new KeyValueCredentialStore(store), rpName: 'SSO Demo' },
     }),
   );
   app.get('/', function portalHome(req: Request, res: Response) {
