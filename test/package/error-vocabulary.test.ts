@@ -47,6 +47,7 @@ const instances: Record<string, () => Error> = {
   LogoutTokenRejectedError: () => new kit.LogoutTokenRejectedError('no events'),
   OidcGrantError: () => new kit.OidcGrantError('invalid_grant', 400),
   WeChatApiError: () => new kit.WeChatApiError('code_used'),
+  PasskeyVerificationError: () => new kit.PasskeyVerificationError('challenge'),
 };
 
 const exportedErrorClasses = Object.entries(kit)
