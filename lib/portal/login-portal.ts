@@ -80,6 +80,7 @@ export function loginPortal(options: LoginPortalOptions): Router {
           userName: req.user.name,
           revokeAction: `${req.baseUrl}/sessions/revocations`,
           logoutAction: `${req.baseUrl}/logout`,
+          ...(settings.passkeys ? { passkeysUrl: `${req.baseUrl}/passkeys` } : {}),
           ...(req.query.revoked === '1' ? { notice: 'The session was signed out.' } : {}),
           sessions: sessions.map((s) => ({
             handle: s.id,

@@ -104,6 +104,8 @@ export interface SessionsPageModel {
   sessions: SessionRow[];
   revokeAction: string;
   logoutAction: string;
+  /** The passkeys page, linked when the portal offers passkeys. */
+  passkeysUrl?: string;
   notice?: string;
   /** The instant "last active" is counted from, epoch milliseconds. Default now. */
   now?: number;
@@ -114,6 +116,7 @@ const METHODS: Record<string, string> = {
   qr: 'signed in with a QR code',
   oidc: 'signed in through an identity provider',
   basic: 'signed in with Basic authentication',
+  passkey: 'signed in with a passkey',
 };
 
 function sessionItem(session: SessionRow, revokeAction: string, now: number): string {
@@ -155,6 +158,7 @@ export function renderSessionsPage(model: SessionsPageModel): string {
       `<h1>${escapeHtml(model.title)}</h1>${notice}` +
       `<p>Signed in as <strong>${escapeHtml(model.userName)}</strong>. Revoke any browser you do not recognise.</p>` +
       `<h2 id="browsers">Browsers where you are signed in</h2><ul class="sessions" aria-labelledby="browsers">${items}</ul>` +
+      (model.passkeysUrl ? `<p><a href="${escapeHtml(model.passkeysUrl)}">Your passkeys</a></p>` : '') +
       `<form method="post" action="${escapeHtml(model.logoutAction)}"><button type="submit" class="button secondary">Sign out of this browser</button></form>`,
   });
 }

@@ -120,6 +120,9 @@ describe('loginPortal passkeys', () => {
       roles: ['admin'],
       authentication: { acr: 'phr', amr: ['hwk', 'user'] },
     });
+    const sessions = await fromPortal(request(app).get('/sessions'), setCookieValue(res, COOKIE));
+    expect(sessions.text).toContain('signed in with a passkey');
+    expect(sessions.text).toContain('<a href="/passkeys">Your passkeys</a>');
   });
 
   it('lists, renames and removes the signed-in user’s passkeys', async () => {
