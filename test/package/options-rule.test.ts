@@ -146,6 +146,11 @@ const factories: Record<string, Misspelling> = {
   hashPassword: { call: () => kit.hashPassword('correct horse', { n: 16384 } as never), wrong: 'n', meant: 'N' },
   LoginThrottle: { call: () => new kit.LoginThrottle(store, { perAcount: {} } as never), wrong: 'perAcount', meant: 'perAccount' },
   openidProvider: { call: () => kit.openidProvider({ issuerr: ISSUER } as never), wrong: 'issuerr', meant: 'issuer' },
+  PasskeyCeremonies: {
+    call: () => new kit.PasskeyCeremonies({ store, rpID: 'example.test' } as never),
+    wrong: 'rpID',
+    meant: 'rpId',
+  },
 };
 
 /** Exports that take no options object, each with what it takes instead. */
@@ -180,6 +185,9 @@ const withoutOptions: Record<string, string> = {
   generateAppSecret: 'nothing',
   verifyPasswordHash: 'a password and a hash',
   parsePasswordHash: 'a hash string',
+  passkeyMethods: 'a passkey and whether the user was verified',
+  passkeyOriginAllowed: 'an origin and the relying-party id (a pure decision)',
+  passkeyUserHandle: 'a user id',
 };
 
 /** Error classes (their codes are checked by test/package/error-vocabulary.test.ts) and constants. */
