@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import type { Express } from 'express';
+import type { QrClientFigures, QrClientPlan, QrFixtures } from './qr-login';
 
 /** One request of the load generator's rotation (autocannon's request shape). */
 export interface AutocannonRequest {
@@ -64,6 +65,8 @@ export interface BenchSuite<F = unknown> {
 
 export interface CaseResult {
   suite: string;
+  /** p50 and p99 at a fixed offered rate (half the best round's req/s), filled in by the runner. */
+  atRate?: { ratePerSecond: number; p50Ms: number; p99Ms: number; failures: number };
   name: string;
   description: string;
   requestsPerSecond: number;
@@ -101,7 +104,17 @@ export type ServerMessage =
   | { id: number; type: 'cpu' }
   | { id: number; type: 'close' };
 export type LoadMessage =
-  | { id: number; type: 'run'; url: string; settings: LoadSettings; durationSeconds: number; requests: AutocannonRequest[] }
+  | {
+      id: number;
+      type: 'run';
+      url: string;
+      settings: LoadSettings;
+      durationSeconds: number;
+      requests: AutocannonRequest[];
+      /** Fixed offered rate in requests per second over all connections (autocannon's overallRate). */
+      overallRate?: number;
+    }
+  | { id: number; type: 'qr'; url: string; fixtures: QrFixtures; plan: QrClientPlan }
   | { id: number; type: 'close' };
 export interface LoadFigures {
   total: number;
@@ -112,7 +125,14 @@ export interface LoadFigures {
   /** CPU microseconds the load generator spent during this run. */
   cpuMicros: number;
 }
-export type Reply = { id: number; error?: string; port?: number; cpuMicros?: number; figures?: LoadFigures };
+export type Reply = {
+  id: number;
+  error?: string;
+  port?: number;
+  cpuMicros?: number;
+  figures?: LoadFigures;
+  qr?: QrClientFigures & { cpuMicros: number };
+};
 /** A message before the runner gives it an id. */
 type Unnumbered<M> = M extends unknown ? Omit<M, 'id'> : never;
 type Outgoing = Unnumbered<ServerMessage> | Unnumbered<LoadMessage>;
@@ -193,8 +213,8 @@ class Child {
   }
 
   /** Starts `bench/<entry>` under Node with tsx, pinned to `cpu` when given. */
-  static spawn(label: string, entry: string, cpu: number | undefined): Child {
-    const nodeArgs = ['--import', tsxLoader, join(__dirname, entry)];
+  static spawn(label: string, entry: string, cpu: number | undefined, extraNodeArgs: string[] = []): Child {
+    const nodeArgs = [...extraNodeArgs, '--import', tsxLoader, join(__dirname, entry)];
     const stdio: Array<'ignore' | 'inherit' | 'ipc'> = ['ignore', 'inherit', 'inherit', 'ipc'];
     const child =
       cpu === undefined
@@ -253,13 +273,56 @@ export class LoadGenerator {
     return new LoadGenerator(Child.spawn('load generator', 'load-entry.ts', placement.loadCpu));
   }
 
-  async run(url: string, requests: AutocannonRequest[], settings: LoadSettings, durationSeconds: number): Promise<LoadFigures> {
-    const reply = await this.child.request({ type: 'run', url, settings, durationSeconds, requests }, (durationSeconds + 60) * 1000);
+  async run(
+    url: string,
+    requests: AutocannonRequest[],
+    settings: LoadSettings,
+    durationSeconds: number,
+    overallRate?: number,
+  ): Promise<LoadFigures> {
+    const message = { type: 'run' as const, url, settings, durationSeconds, requests, ...(overallRate ? { overallRate } : {}) };
+    const reply = await this.child.request(message, (durationSeconds + 60) * 1000);
     return reply.figures!;
+  }
+
+  /** Runs complete QR logins (bench/qr-login.ts's client) against the provider at `url`. */
+  async runQr(url: string, fixtures: QrFixtures, plan: QrClientPlan): Promise<QrClientFigures & { cpuMicros: number }> {
+    const reply = await this.child.request({ type: 'qr', url, fixtures, plan }, ((plan.durationSeconds ?? 60) + 120) * 1000);
+    return reply.qr!;
   }
 
   stop(): Promise<void> {
     return this.child.stop();
+  }
+}
+
+/** A case's server in its own process: its URL, its CPU time so far, and how to stop it. */
+export interface CaseServer {
+  url: string;
+  cpuMicros(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts one case's server in a fresh process pinned to the server CPU. BENCH_SERVER_NODE_ARGS adds Node flags to
+ * it (e.g. `--cpu-prof --cpu-prof-dir=prof` to profile the server under load).
+ *
+ * @example
+ * const server = await startCaseServer('qr-login', 'provider', fixtures, placement);
+ */
+export async function startCaseServer(suite: string, caseName: string, fixtures: unknown, placement: Placement): Promise<CaseServer> {
+  const extra = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const server = Child.spawn(`${suite}/${caseName} server`, 'server-entry.ts', placement.serverCpu, extra);
+  try {
+    const { port } = await server.request({ type: 'start', suite, caseName, fixtures });
+    return {
+      url: `http://127.0.0.1:${port!}`,
+      cpuMicros: async () => (await server.request({ type: 'cpu' })).cpuMicros!,
+      stop: () => server.stop(),
+    };
+  } catch (error) {
+    await server.stop();
+    throw error;
   }
 }
 
@@ -277,17 +340,17 @@ export async function measureCase(
   settings: LoadSettings,
   placement: Placement,
   generator: LoadGenerator,
+  ratePerSecond?: number,
 ): Promise<CaseResult> {
-  const server = Child.spawn(`${suite.name}/${benchCase.name} server`, 'server-entry.ts', placement.serverCpu);
+  const server = await startCaseServer(suite.name, benchCase.name, suite.fixtures, placement);
   try {
-    const { port } = await server.request({ type: 'start', suite: suite.name, caseName: benchCase.name, fixtures: suite.fixtures });
-    const url = `http://127.0.0.1:${port!}`;
+    const { url } = server;
     const requests = await benchCase.requests(url, suite.fixtures);
     if (settings.warmupSeconds > 0) await generator.run(url, requests, settings, settings.warmupSeconds);
-    const cpuBefore = (await server.request({ type: 'cpu' })).cpuMicros!;
+    const cpuBefore = await server.cpuMicros();
     const wallBefore = performance.now();
-    const figures = await generator.run(url, requests, settings, settings.durationSeconds);
-    const cpuAfter = (await server.request({ type: 'cpu' })).cpuMicros!;
+    const figures = await generator.run(url, requests, settings, settings.durationSeconds, ratePerSecond);
+    const cpuAfter = await server.cpuMicros();
     const wallMicros = (performance.now() - wallBefore) * 1000;
     const serverCpu = cpuAfter - cpuBefore;
     return {

@@ -5,6 +5,7 @@
  */
 import { createRequire } from 'node:module';
 import type { AutocannonRequest, LoadFigures, LoadMessage, Reply } from './harness';
+import { runQrClient } from './qr-login';
 
 /** The subset of autocannon's programmatic API used here (the package ships no types). */
 interface AutocannonOptions {
@@ -13,6 +14,7 @@ interface AutocannonOptions {
   pipelining: number;
   duration: number;
   requests?: AutocannonRequest[];
+  overallRate?: number;
 }
 interface AutocannonResult {
   requests: { total: number };
@@ -46,6 +48,7 @@ async function handle(message: Extract<LoadMessage, { type: 'run' }>): Promise<R
     pipelining: settings.pipelining,
     duration: message.durationSeconds,
     requests: message.requests,
+    ...(message.overallRate ? { overallRate: message.overallRate } : {}),
   });
   const figures: LoadFigures = {
     total: result.requests.total,
@@ -61,6 +64,14 @@ async function handle(message: Extract<LoadMessage, { type: 'run' }>): Promise<R
 process.on('message', (message: LoadMessage) => {
   if (message.type === 'close') {
     process.send?.({ id: message.id } satisfies Reply, () => process.disconnect());
+    return;
+  }
+  if (message.type === 'qr') {
+    const before = cpuMicros();
+    runQrClient(message.url, message.fixtures, message.plan).then(
+      (figures) => process.send?.({ id: message.id, qr: { ...figures, cpuMicros: cpuMicros() - before } } satisfies Reply),
+      (error: unknown) => process.send?.({ id: message.id, error: (error as Error).message } satisfies Reply),
+    );
     return;
   }
   handle(message).then(

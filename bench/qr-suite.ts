@@ -1,28 +1,157 @@
-import { formatQrLoginBench, runQrLoginBench } from './qr-login';
+import { deleteQrKeys, qrFixtures, summarise, type QrClientFigures, type QrClientPlan, type QrFixtures } from './qr-login';
+import { startCaseServer, type LoadGenerator, type Placement } from './harness';
+
+/** One measured QR run: the client's figures and the provider process's CPU time over it. */
+export interface QrRun extends QrClientFigures {
+  /** Provider CPU (user + system) per completed login, in milliseconds. */
+  providerCpuMsPerLogin: number;
+  /** Provider CPU time ÷ wall time (1 = one core fully used). */
+  providerBusy: number;
+  /** Client (load generator) CPU time ÷ wall time. */
+  clientBusy: number;
+}
+
+/** Settings of {@link qrLoginSection}. */
+export interface QrSectionOptions {
+  redisUrl: string;
+  placement: Placement;
+  generator: LoadGenerator;
+  /** Seconds of the measured run of each round. */
+  durationSeconds: number;
+  warmupSeconds: number;
+  rounds: number;
+  /** Logins in flight for the main row. */
+  concurrency: number;
+  /** Also measure 1 and 256 in flight. */
+  curve: boolean;
+}
 
 /**
- * The QR-login section of the report. Its figures come from the QR area's own `runQrLoginBench` (complete logins
- * through create, scan, confirm, redirect, code exchange and userinfo, on Redis), not from autocannon: a login is a
- * sequence of dependent requests, not one request repeated.
+ * Starts a fresh provider process, warms it up, then runs `plan` from the load generator's process and reads the
+ * provider's CPU time around the measured run.
  *
  * @example
- * const markdown = await qrLoginSection({ logins: 300, concurrency: 16 });
+ * const run = await measureQr(fixtures, { concurrency: 16, durationSeconds: 3 }, 1, placement, generator);
  */
-export async function qrLoginSection(options: {
-  logins: number;
-  concurrency: number;
-  redisUrl: string;
-}): Promise<{ text: string; markdown: string }> {
-  const result = await runQrLoginBench(options);
-  const text = formatQrLoginBench(result);
-  const rows = result.steps.map((step) => `| ${step.step} | ${step.p50.toFixed(2)} | ${step.p99.toFixed(2)} | ${step.mean.toFixed(2)} |`);
-  const markdown = [
-    `${result.logins} complete QR logins, ${result.concurrency} in flight, in ${result.seconds.toFixed(1)} s: ` +
-      `**${result.loginsPerSecond.toFixed(0)} logins/s**, ${result.failures} failures.`,
-    '',
-    '| step | p50 ms | p99 ms | mean ms |',
-    '|---|---:|---:|---:|',
-    ...rows,
-  ].join('\n');
-  return { text, markdown };
+export async function measureQr(
+  fixtures: QrFixtures,
+  plan: QrClientPlan,
+  warmupSeconds: number,
+  placement: Placement,
+  generator: LoadGenerator,
+  caseName = 'provider',
+): Promise<QrRun> {
+  const server = await startCaseServer('qr-login', caseName, fixtures, placement);
+  try {
+    if (warmupSeconds > 0) await generator.runQr(server.url, fixtures, { concurrency: plan.concurrency, durationSeconds: warmupSeconds });
+    const before = await server.cpuMicros();
+    const figures = await generator.runQr(server.url, fixtures, plan);
+    const cpu = (await server.cpuMicros()) - before;
+    const completed = figures.logins - figures.failures;
+    return {
+      ...figures,
+      providerCpuMsPerLogin: completed > 0 ? cpu / completed / 1000 : 0,
+      providerBusy: cpu / (figures.seconds * 1e6),
+      clientBusy: figures.cpuMicros / (figures.seconds * 1e6),
+    };
+  } finally {
+    await server.stop();
+  }
+}
+
+function row(label: string, run: QrRun): string {
+  const login = run.steps.find((step) => step.step === 'login');
+  return `| ${label} | ${run.loginsPerSecond.toFixed(0)} | ${run.providerCpuMsPerLogin.toFixed(2)} | ${(1000 / run.providerCpuMsPerLogin).toFixed(0)} | ${login?.p50.toFixed(1)} | ${login?.p99.toFixed(1)} | ${run.logins} | ${run.failures} | ${Math.round(run.providerBusy * 100)} % | ${Math.round(run.clientBusy * 100)} % |`;
+}
+
+/**
+ * The QR-login section of the report: complete logins (create, scan, confirm, redirect, exchange, userinfo) against
+ * the provider in its own pinned process, driven from the load generator's process; the best of `rounds` closed-loop
+ * runs, then an open-loop run at half that rate for latency, then (with `curve`) 1 and 256 logins in flight.
+ *
+ * @example
+ * const { text, markdown, main } = await qrLoginSection({ redisUrl, placement, generator, durationSeconds: 3, warmupSeconds: 1, rounds: 3, concurrency: 16, curve: true });
+ */
+export async function qrLoginSection(
+  options: QrSectionOptions,
+): Promise<{ text: string; markdown: string; main: QrRun; inFlight: Array<[number, QrRun]> }> {
+  const { placement, generator, durationSeconds, warmupSeconds } = options;
+  const fixtures = qrFixtures(options.redisUrl);
+  try {
+    let best: QrRun | undefined;
+    for (let round = 1; round <= options.rounds; round += 1) {
+      const run = await measureQr(fixtures, { concurrency: options.concurrency, durationSeconds }, warmupSeconds, placement, generator);
+      console.log(
+        `  [${round}/${options.rounds}] ${options.concurrency} in flight: ${run.loginsPerSecond.toFixed(0)} logins/s, provider ${run.providerCpuMsPerLogin.toFixed(2)} ms CPU/login, busy ${Math.round(run.providerBusy * 100)} %; client busy ${Math.round(run.clientBusy * 100)} %${run.failures ? `  (${run.failures} failures)` : ''}`,
+      );
+      if (!best || run.loginsPerSecond > best.loginsPerSecond) best = { ...run, failures: run.failures + (best?.failures ?? 0) };
+    }
+    const main = best!;
+    const rate = Math.max(1, Math.round(main.loginsPerSecond / 2));
+    const fixed = await measureQr(
+      fixtures,
+      { concurrency: options.concurrency, durationSeconds, ratePerSecond: rate },
+      warmupSeconds,
+      placement,
+      generator,
+    );
+    console.log(
+      `  at ${rate} logins/s offered: login p50 ${fixed.steps.at(-1)?.p50.toFixed(1)} ms, p99 ${fixed.steps.at(-1)?.p99.toFixed(1)} ms`,
+    );
+    const pipelined = await measureQr(
+      fixtures,
+      { concurrency: options.concurrency, durationSeconds },
+      warmupSeconds,
+      placement,
+      generator,
+      'provider-autopipelining',
+    );
+    console.log(
+      `  ${options.concurrency} in flight, enableAutoPipelining: ${pipelined.loginsPerSecond.toFixed(0)} logins/s, provider ${pipelined.providerCpuMsPerLogin.toFixed(2)} ms CPU/login`,
+    );
+    const inFlight: Array<[number, QrRun]> = [[options.concurrency, main]];
+    if (options.curve) {
+      for (const concurrency of [1, 256]) {
+        const run = await measureQr(
+          fixtures,
+          { concurrency, durationSeconds: Math.max(1, durationSeconds - 1) },
+          warmupSeconds,
+          placement,
+          generator,
+        );
+        console.log(
+          `  ${concurrency} in flight: ${run.loginsPerSecond.toFixed(0)} logins/s, provider ${run.providerCpuMsPerLogin.toFixed(2)} ms CPU/login`,
+        );
+        inFlight.push([concurrency, run]);
+      }
+      inFlight.sort((a, b) => a[0] - b[0]);
+    }
+    const stepRows = main.steps.map((step) => {
+      const atRate = fixed.steps.find((other) => other.step === step.step) ?? summarise(step.step, []);
+      return `| ${step.step} | ${step.p50.toFixed(2)} | ${step.p99.toFixed(2)} | ${atRate.p50.toFixed(2)} | ${atRate.p99.toFixed(2)} |`;
+    });
+    const header = [
+      '| run | logins/s | provider CPU ms/login | logins/s per core (1000 ÷ CPU ms) | login p50 ms | login p99 ms | logins | failures | provider busy | client busy |',
+      '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ];
+    const markdown = [
+      ...header,
+      row(`${options.concurrency} in flight (best of ${options.rounds})`, main),
+      row(`fixed rate ${rate} logins/s (50 % of max)`, fixed),
+      row(`${options.concurrency} in flight, store connection with enableAutoPipelining`, pipelined),
+      ...inFlight
+        .filter(([concurrency]) => concurrency !== options.concurrency)
+        .map(([concurrency, run]) => row(`${concurrency} in flight`, run)),
+      '',
+      `Per step (ms), at full load with ${options.concurrency} in flight and at the fixed rate of ${rate} logins/s:`,
+      '',
+      '| step | p50 full load | p99 full load | p50 at 50 % | p99 at 50 % |',
+      '|---|---:|---:|---:|---:|',
+      ...stepRows,
+    ].join('\n');
+    const text = markdown;
+    return { text, markdown, main, inFlight };
+  } finally {
+    await deleteQrKeys(fixtures).catch(() => undefined);
+  }
 }

@@ -29,8 +29,11 @@ import {
   type LoadSettings,
   type TargetResult,
 } from './harness';
-import { qrLoginSection } from './qr-suite';
-import { sessionsSuite } from './sessions';
+import { runCurves, type CurveResults } from './curves';
+import { curvesSvg, type PlotPanel } from './plot';
+import { qrLoginSection, type QrRun } from './qr-suite';
+import { measureRevocation, type RevocationFigures } from './revocation';
+import { sessionsSuite, type SessionFixtures } from './sessions';
 
 interface Arguments {
   write: boolean;
@@ -82,12 +85,12 @@ function percent(value: number): string {
 
 function table(results: CaseResult[]): string {
   const lines = [
-    '| suite | case | req/s | p50 ms | p99 ms | requests | non-2xx/errors | server CPU µs/req | server busy | load generator busy |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| suite | case | req/s | p50 ms | p99 ms | at 50 % rate: req/s offered | p50 ms | p99 ms | requests | non-2xx/errors | server CPU µs/req | server busy | load generator busy |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const result of results) {
     lines.push(
-      `| ${result.suite} | ${result.name} | ${formatRate(result.requestsPerSecond)} | ${result.p50Ms} | ${result.p99Ms} | ${result.total} | ${result.failures} | ${Math.round(result.serverCpuMicrosPerRequest)} | ${percent(result.serverBusy)} | ${percent(result.loadBusy)} |`,
+      `| ${result.suite} | ${result.name} | ${formatRate(result.requestsPerSecond)} | ${result.p50Ms} | ${result.p99Ms} | ${result.atRate ? formatRate(result.atRate.ratePerSecond) : 'n/a'} | ${result.atRate?.p50Ms ?? 'n/a'} | ${result.atRate?.p99Ms ?? 'n/a'} | ${result.total} | ${result.failures + (result.atRate?.failures ?? 0)} | ${Math.round(result.serverCpuMicrosPerRequest)} | ${percent(result.serverBusy)} | ${percent(result.loadBusy)} |`,
     );
   }
   return lines.join('\n');
@@ -114,6 +117,77 @@ function ratioTable(suiteName: string, results: CaseResult[]): string {
     lines.push(`| ${row.name} | ${cells.join(' | ')} |`);
   }
   return lines.join('\n');
+}
+
+function curvePanels(curves: CurveResults, qr: Array<[number, QrRun]>): PlotPanel[] {
+  return [
+    {
+      title: 'Session check (uncached)',
+      xLabel: 'sessions in Redis',
+      yLabel: 'req/s',
+      logX: true,
+      points: curves.sessionCheck.map(({ sessions, result }) => ({ x: sessions, y: result.requestsPerSecond })),
+    },
+    { title: 'Logout everywhere', xLabel: "the user's sessions", yLabel: 'ms', logX: true, points: curves.logoutEverywhere },
+    {
+      title: 'Bearer ES256, uncached',
+      xLabel: 'keys in the JWKS',
+      yLabel: 'req/s',
+      logX: true,
+      points: curves.bearer.map(({ keys, result }) => ({ x: keys, y: result.requestsPerSecond })),
+    },
+    ...(qr.length > 0
+      ? [
+          {
+            title: 'QR logins',
+            xLabel: 'logins in flight',
+            yLabel: 'logins/s',
+            logX: true,
+            points: qr.map(([x, run]) => ({ x, y: run.loginsPerSecond })),
+          },
+        ]
+      : []),
+  ];
+}
+
+function curvesSection(curves: CurveResults, qr: Array<[number, QrRun]>): string {
+  const rate = (result: CaseResult) => formatRate(result.requestsPerSecond);
+  return [
+    '![cost curves](curves.svg)',
+    '',
+    "Against a private `redis-server --save ''` on a free port, loaded with pipelines; each point a fresh server process, 1 s warm-up and up to 2 s measured (one round, so noisier than the tables above).",
+    '',
+    '| curve | point | req/s (or ms) | p50 ms | p99 ms | server CPU µs/req | errors |',
+    '|---|---|---:|---:|---:|---:|---:|',
+    ...curves.sessionCheck.map(
+      ({ sessions, result }) =>
+        `| session check (kit-require-session, uncached) | ${sessions.toLocaleString('en-US')} sessions | ${rate(result)} | ${result.p50Ms} | ${result.p99Ms} | ${Math.round(result.serverCpuMicrosPerRequest)} | ${result.failures} |`,
+    ),
+    ...curves.logoutEverywhere.map(
+      (point) => `| logout everywhere (one user) | ${point.x.toLocaleString('en-US')} sessions | ${point.y.toFixed(1)} ms | | | | 0 |`,
+    ),
+    ...curves.bearer.map(
+      ({ keys, result }) =>
+        `| Bearer ES256 via JWKS, cacheSize 0 | ${keys} keys | ${rate(result)} | ${result.p50Ms} | ${result.p99Ms} | ${Math.round(result.serverCpuMicrosPerRequest)} | ${result.failures} |`,
+    ),
+    ...qr.map(
+      ([inFlight, run]) =>
+        `| QR logins | ${inFlight} in flight | ${run.loginsPerSecond.toFixed(0)} logins/s | ${run.steps.at(-1)?.p50.toFixed(1)} (login) | ${run.steps.at(-1)?.p99.toFixed(1)} (login) | ${Math.round(run.providerCpuMsPerLogin * 1000)} per login | ${run.failures} |`,
+    ),
+    '',
+    `Redis memory (\`MEMORY USAGE\`): **${curves.memory.perSessionBytes} bytes per session** (the key and its JSON); a user's session index \`user-sessions:{id}\` is ${curves.memory.indexOneBytes} bytes with one session and ${curves.memory.indexHundredBytes} bytes with 100 (about ${Math.round(curves.memory.perIndexMemberBytes)} bytes per further session).`,
+  ].join('\n');
+}
+
+function revocationSection(figures: RevocationFigures): string {
+  return [
+    '| measured | samples | p50 ms | p99 ms | mean ms | 200s from B after the logout answered |',
+    '|---|---:|---:|---:|---:|---:|',
+    ...[figures.afterAnswer, figures.fromRequest].map(
+      (row) =>
+        `| ${row.step} | ${figures.samples} | ${row.p50.toFixed(2)} | ${row.p99.toFixed(2)} | ${row.mean.toFixed(2)} | ${figures.staleAnswers} |`,
+    ),
+  ].join('\n');
 }
 
 async function redisVersion(url: string): Promise<string> {
@@ -150,6 +224,10 @@ async function main(): Promise<void> {
   console.log(`processes: ${placement.summary}`);
   console.log(`1-minute load average at start: ${loadAtStart}`);
   const generator = LoadGenerator.start(placement);
+  let qrMarkdown = '';
+  let revocationMarkdown = '';
+  let curvesMarkdown = '';
+  let qrInFlight: Array<[number, QrRun]> = [];
   try {
     for (const [name, build] of builders) {
       if (only.length > 0 && !only.includes(name)) continue;
@@ -171,7 +249,28 @@ async function main(): Promise<void> {
             );
           }
         }
+        // Latency where users feel it: each case again at a fixed offered rate, half its best throughput.
+        for (const benchCase of suite.cases) {
+          const top = best.get(benchCase.name)!;
+          const rate = Math.max(1, Math.round(top.requestsPerSecond / 2));
+          const pacedSettings = { ...settings, durationSeconds: Math.min(settings.durationSeconds, 2) };
+          const paced = await measureCase(suite, benchCase, pacedSettings, placement, generator, rate);
+          top.atRate = { ratePerSecond: rate, p50Ms: paced.p50Ms, p99Ms: paced.p99Ms, failures: paced.failures };
+          console.log(`  [50 %] ${benchCase.name.padEnd(28)} at ${formatRate(rate)} req/s: p50 ${paced.p50Ms} ms  p99 ${paced.p99Ms} ms`);
+        }
         results.push(...suite.cases.map((benchCase) => best.get(benchCase.name)!));
+        if (suite.name === 'sessions') {
+          try {
+            const figures = await measureRevocation(suite.fixtures as SessionFixtures, placement, 200);
+            revocationMarkdown = revocationSection(figures);
+            console.log(
+              `  revocation across two processes: p50 ${figures.afterAnswer.p50.toFixed(2)} ms, p99 ${figures.afterAnswer.p99.toFixed(2)} ms after the logout answered; ${figures.staleAnswers} stale answers`,
+            );
+          } catch (error) {
+            revocationMarkdown = `Not measured: ${(error as Error).message}`;
+            console.log(`  revocation latency failed: ${(error as Error).message}`);
+          }
+        }
         const verdicts = evaluateTargets(suite, results);
         targets.push(...verdicts);
         for (const verdict of verdicts) {
@@ -184,21 +283,42 @@ async function main(): Promise<void> {
         await suite.close?.();
       }
     }
+
+    if (only.length === 0 || only.includes('qr-login')) {
+      console.log('\nqr-login: complete logins (create, scan, confirm, redirect, exchange, userinfo), provider in its own process');
+      try {
+        const section = await qrLoginSection({
+          redisUrl,
+          placement,
+          generator,
+          durationSeconds: settings.durationSeconds,
+          warmupSeconds: settings.warmupSeconds,
+          rounds,
+          concurrency: 16,
+          curve: true,
+        });
+        qrMarkdown = section.markdown;
+        qrInFlight = section.inFlight;
+      } catch (error) {
+        qrMarkdown = `Not measured: ${(error as Error).message}`;
+        console.log(`  qr-login failed: ${(error as Error).message}`);
+      }
+    }
+
+    if (only.length === 0 || only.includes('curves')) {
+      console.log('\ncurves: costs as the work grows (private Redis on a free port)');
+      try {
+        const curves = await runCurves(settings, placement, generator);
+        curvesMarkdown = curvesSection(curves, qrInFlight);
+        await writeFile(join(__dirname, 'curves.svg'), curvesSvg(curvePanels(curves, qrInFlight)));
+        console.log('wrote bench/curves.svg');
+      } catch (error) {
+        curvesMarkdown = `Not measured: ${(error as Error).message}`;
+        console.log(`  curves failed: ${(error as Error).message}`);
+      }
+    }
   } finally {
     await generator.stop();
-  }
-
-  let qrMarkdown = '';
-  if (only.length === 0 || only.includes('qr-login')) {
-    console.log('\nqr-login: runQrLoginBench (complete logins, not autocannon)');
-    try {
-      const section = await qrLoginSection({ logins: 300, concurrency: 16, redisUrl });
-      console.log(section.text);
-      qrMarkdown = section.markdown;
-    } catch (error) {
-      qrMarkdown = `Not measured: ${(error as Error).message}`;
-      console.log(`  qr-login failed: ${(error as Error).message}`);
-    }
   }
 
   const seconds = Math.round((Date.now() - started) / 1000);
@@ -229,16 +349,27 @@ async function main(): Promise<void> {
     '',
     ratios.join('\n\n'),
     '',
+    ...(revocationMarkdown
+      ? [
+          '## Revocation across processes (session cache)',
+          '',
+          "Two server processes of `kit-require-session-cached` on one Redis: a user logs in on A, B serves the session twice (the second from its cache), A logs the user out, and the runner polls B until it answers 401. Measured from the logout's answer on A (and from sending it) to the first 401 on B; one poll is one HTTP round trip, so the figures are upper bounds.",
+          '',
+          revocationMarkdown,
+          '',
+        ]
+      : []),
     ...(qrMarkdown
       ? [
           '## QR login',
           '',
-          "`runQrLoginBench` runs in the runner's process after the suites above (provider and client in one process, not pinned).",
+          `The provider (\`qrLoginProvider\` on Redis, ES256 tokens) runs in its own process (${placement.serverCpu === undefined ? 'not pinned' : `pinned to CPU ${placement.serverCpu}`}); the client drives complete logins from the load generator's process (${placement.loadCpu === undefined ? 'not pinned' : `CPU ${placement.loadCpu}`}) over keep-alive HTTP. A login is six requests: create, scan, confirm, redirect, exchange, userinfo. "provider CPU ms/login" is the provider process's user + system CPU over the measured run ÷ completed logins; "per core" is what one fully busy core would serve at that cost.`,
           '',
           qrMarkdown,
           '',
         ]
       : []),
+    ...(curvesMarkdown ? ['## Cost curves', '', curvesMarkdown, ''] : []),
     'Figures from a shared 2-core machine move by up to ±20 % between runs; compare ratios from one run, not absolute figures across runs, and repeat a run before trusting a ratio close to its target.',
     '',
   ].join('\n');

@@ -7,9 +7,16 @@
 import { bearerCases } from './bearer';
 import type { BenchCase, CaseApp, Reply, ServerMessage } from './harness';
 import { listen } from './harness';
+import { curveCases } from './curves';
+import { qrCases } from './qr-login';
 import { sessionCases } from './sessions';
 
-const suites: Record<string, () => BenchCase[]> = { bearer: bearerCases, sessions: sessionCases };
+const suites: Record<string, () => BenchCase[]> = {
+  bearer: bearerCases,
+  sessions: sessionCases,
+  'qr-login': qrCases as () => BenchCase[],
+  curves: curveCases as () => BenchCase[],
+};
 
 let running: { built: CaseApp; close(): Promise<void> } | undefined;
 

@@ -29,5 +29,22 @@ export function kitSessionCases(): BenchCase<SessionFixtures>[] {
       },
       requests: async (url) => cookieRequests(await collectCookies(url, DISTINCT_SESSIONS, '__Secure-sso.sid')),
     },
+    {
+      name: 'kit-require-session-cached',
+      description: 'the same with ssoSession({ cache: {} }): sessions served from the per-process cache, evicted by Redis invalidations',
+      app: ({ redisUrl, prefix, secret }) => {
+        const client = new Redis(redisUrl);
+        const store = new RedisStore(client, { prefix: `${prefix}kit:` });
+        return {
+          // The cache's invalidation connection closes when the process exits.
+          app: sessionApp(store, secret, true, { cache: {} }),
+          close: async () => {
+            await store.close();
+            await client.quit();
+          },
+        };
+      },
+      requests: async (url) => cookieRequests(await collectCookies(url, DISTINCT_SESSIONS, '__Secure-sso.sid')),
+    },
   ];
 }

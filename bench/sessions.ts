@@ -153,6 +153,7 @@ export async function sessionsSuite(redisUrl: string): Promise<BenchSuite<Sessio
     targets: [
       { numerator: 'kit-require-session', denominator: 'express-session-rolling', atLeast: 1.3 },
       { numerator: 'kit-require-session', denominator: 'bare', atLeast: 0.6 },
+      { numerator: 'kit-require-session-cached', denominator: 'bare', atLeast: 0.9 },
     ],
     close: async () => {
       let cursor = '0';

@@ -4,7 +4,8 @@
  *
  * Environment: PORT (the front door, default 8080; 0 picks a free one), HOST (default 127.0.0.1), DEMO_DOMAIN
  * (default sso.localhost), REDIS_URL, DEMO_REDIS (`embedded` or `memory`), DEMO_SECRET (default: a new one per
- * run), DEMO_TLS_CERT and DEMO_TLS_KEY (the front door serves https). See docs/portal-and-demo.md.
+ * run), DEMO_PARTNER_DOMAIN (the partner app's own domain, default partner.localhost), DEMO_TLS_CERT and
+ * DEMO_TLS_KEY (the front door serves https). See docs/portal-and-demo.md.
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -26,7 +27,11 @@ const FACTORIES: Record<SiteName, () => Promise<SiteFactory>> = {
   shop: async () => (await import('./shop/shop.js')).createShop,
   admin: async () => (await import('./admin/admin.js')).createAdmin,
   api: async () => (await import('./api/api.js')).createApi,
+  partner: async () => (await import('./partner/partner.js')).createPartner,
 };
+
+// Every site by its public host name: `shop.<domain>`, and the partner on its own domain.
+const hostOf = (config: DemoConfig, site: SiteName) => new URL(origin(config, site)).hostname;
 
 function banner(config: DemoConfig, frontDoor: { port: number }, redis: { kind: string; url: string | undefined }, host: string): void {
   const at = (site: SiteName, path = '/') => `${origin(config, site)}${path}`;
@@ -39,7 +44,9 @@ function banner(config: DemoConfig, frontDoor: { port: number }, redis: { kind: 
   log(`  Shop               ${at('shop')}`);
   log(`  Admin              ${at('admin')}   (needs the admin role)`);
   log(`  Notes API          ${at('api', '/notes')}`);
-  log(`  Identity provider  ${at('idp', '/.well-known/openid-configuration')}`);
+  log(`  Identity provider  ${at('idp', '/.well-known/openid-configuration')}   (a corporate IdP the portal signs in with)`);
+  if (config.openidProvider) log(`  Partner app        ${at('partner')}   (another domain, signs in through the portal's OpenID Provider)`);
+  else log("  Partner app        off: the portal's OpenID Provider needs https, or http on *.localhost domains.");
   log('');
   log('  Accounts:');
   for (const account of DEMO_ACCOUNTS) {
@@ -83,6 +90,7 @@ async function main(): Promise<void> {
       DEMO_PUBLIC_PORT: String(frontDoor.port),
       DEMO_SECRET: env.DEMO_SECRET || randomBytes(32).toString('base64url'),
       DEMO_FRONT_DOOR_HOST: '127.0.0.1',
+      ...(env.DEMO_PARTNER_DOMAIN ? { DEMO_PARTNER_DOMAIN: env.DEMO_PARTNER_DOMAIN } : {}),
       REDIS_URL: redis.url ?? '',
       PORT: '0',
       HOST: '127.0.0.1',
@@ -92,11 +100,15 @@ async function main(): Promise<void> {
       // The documented fallback: every site in this process, sharing one in-memory store.
       const store = new MemoryStore();
       stops.push(async () => store.close());
-      stops.push(async () => resolveDemoDomain(domain, '127.0.0.1')());
+      // The sites in this process reach each other (and the partner) through the front door, by their public names.
+      for (const name of [domain, config.partnerDomain]) {
+        const undo = resolveDemoDomain(name, '127.0.0.1');
+        stops.push(async () => undo());
+      }
       for (const site of SITES) {
         const running = await startSite(site, await FACTORIES[site](), { config, store });
         stops.push(() => running.close());
-        frontDoor.route(site, running.port);
+        frontDoor.routeHost(hostOf(config, site), running.port);
       }
     } else {
       for (const site of SITES) {
@@ -109,7 +121,7 @@ async function main(): Promise<void> {
           void shutdown(1);
         });
       }
-      for (const child of children) frontDoor.route(child.site, await child.ready);
+      for (const child of children) frontDoor.routeHost(hostOf(config, child.site), await child.ready);
       for (const child of children) log(`[demo ] ${child.site} runs as process ${child.pid}`);
     }
     banner(config, frontDoor, redis, host);

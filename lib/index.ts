@@ -31,12 +31,15 @@ export {
   meetsRequirement,
   raiseAuthentication,
   InsufficientAuthenticationError,
+  raiseSessionAuthentication,
 } from './session';
 export type { AuthenticationLevel, AuthenticationRequirement } from './session';
 export type {
   SsoSessionOptions,
   SsoCsrfOptions,
   SsoSessionMiddleware,
+  SsoSessionCacheOptions,
+  SsoSessionCacheStatus,
   EstablishLoginOptions,
   RequireSessionOptions,
   SessionsResourceOptions,
@@ -73,8 +76,13 @@ export {
   CredentialConflictError,
   createSecretSealer,
   SealedSecretError,
+  TotpAuthenticator,
+  RecoveryCodes,
+  RECOVERY_CODE_COUNT,
 } from './credentials';
 export type {
+  TotpAuthenticatorOptions,
+  TotpCheck,
   CredentialStore,
   StoredPasskey,
   StoredTotp,
@@ -160,6 +168,7 @@ export type {
   JsonWebKeySet,
   TokenServiceOptions,
   AccessTokenInput,
+  TokenAuthentication,
   IdTokenInput,
   IssuedToken,
   IssuedTokens,
@@ -188,6 +197,10 @@ export type {
   PermissionCheckContext,
   RequireAuthOptions,
 } from './rbac';
+
+// Access control in one place: host/path/method rules, first match wins, closed by default.
+export { accessPolicy } from './access';
+export type { AccessPolicyOptions, AccessPolicyLevel, AccessRule } from './access';
 
 // CORS preflight for cross-origin API calls with the session cookie.
 export { corsPreflight, compileOrigins } from './cors';
@@ -271,10 +284,14 @@ export {
   verifyPasswordHash,
   parsePasswordHash,
   LoginThrottle,
+  totpFactor,
+  recoveryCodeFactor,
 } from './portal';
 export type {
   LoginPortalOptions,
   PortalLoginLink,
+  PortalTwoFactorOptions,
+  SecondFactor,
   UserDirectory,
   DirectoryUser,
   UserRecord,

@@ -1,6 +1,7 @@
 /**
  * The admin site: the same shared login as the shop, and a permission on top. Only users whose roles grant
- * `read` on `reports` see the page; everybody else who is signed in gets a page saying why.
+ * `read` on `reports` see the page; everybody else who is signed in gets a page saying why. The audit page also
+ * needs a second factor (the demo's access policy), so a password-only session is sent through the step-up page.
  */
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import {
@@ -19,6 +20,7 @@ import {
 import { appAssets, demoLinks, renderAppPage, renderForbiddenPage } from '../common/app-pages';
 import { origin, sessionOptions, type DemoConfig } from '../common/config';
 import { runSite } from '../common/run-site';
+import { demoAccessPolicy } from '../common/access';
 
 const policy = createPolicy({ roles: { admin: { permissions: ['read:reports', 'write:reports'] } } });
 
@@ -41,14 +43,20 @@ export function createAdmin(config: DemoConfig, store: KeyValueStore): Express {
   );
   app.use('/assets', appAssets());
   app.use(ssoSession(sessionOptions(config, store)));
+  app.use(demoAccessPolicy(config));
 
-  app.get('/', requireSession(), requirePermission('read', 'reports', { policy }), function adminPage(req: Request, res: Response) {
-    const reports = '<h2>Reports</h2><p id="reports" class="report">3 orders today, all shipped.</p>';
-    res
-      .set('Cache-Control', 'no-store')
-      .type('html')
-      .send(renderAppPage('Admin', req.user!, links, reports));
-  });
+  /** A page for users whose roles grant reading reports. */
+  const reportsPage = (title: string, content: string) =>
+    function showReports(req: Request, res: Response) {
+      res
+        .set('Cache-Control', 'no-store')
+        .type('html')
+        .send(renderAppPage(title, req.user!, links, content));
+    };
+  const readsReports = [requireSession(), requirePermission('read', 'reports', { policy })];
+  app.get('/', ...readsReports, reportsPage('Admin', '<h2>Reports</h2><p id="reports" class="report">3 orders today, all shipped.</p>'));
+  // Two factors within 15 minutes (the policy's rule): a password-only session goes through the portal's step-up.
+  app.get('/audit', ...readsReports, reportsPage('Admin audit', '<h2>Audit log</h2><p id="audit" class="report">No changes today.</p>'));
   app.get('/me', requireSession(), function currentUser(req: Request, res: Response) {
     const { id, name, roles, method } = req.user!;
     res.set('Cache-Control', 'no-store').json({ id, name, roles, method });

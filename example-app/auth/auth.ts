@@ -1,7 +1,9 @@
 /**
  * The auth site: the central login page of the domain. Users sign in here once, with a password, through the
  * corporate identity provider (OpenID Connect), or by scanning a QR code with a phone that is already signed in
- * (this site is also the QR provider), or with a passkey added at /passkeys; every other site of the domain then sees the login in the shared session.
+ * (this site is also the QR provider), or with a passkey added at /passkeys; every other site of the domain then
+ * sees the login in the shared session. Apps on other domains sign in through this site as an OpenID Provider, with
+ * the same session.
  */
 import express, { type Express, type Request, type Response } from 'express';
 import {
@@ -24,17 +26,19 @@ import {
 import { demoDirectory } from '../common/accounts';
 import { origin, portalOidcClient, secretFor, sessionOptions, type DemoConfig } from '../common/config';
 import { runSite } from '../common/run-site';
+import { portalProvider } from './portal-provider';
+import { demoAccessPolicy } from '../common/access';
 
 /**
  * QR login on this site, both sides: the provider (the QR page, the phone's confirmation page, the token API)
  * and the relying app that starts a login and finishes it at `/callback/qr`. Returns the portal's link to it.
  */
-function mountQrLogin(app: Express, config: DemoConfig, store: KeyValueStore): LoginPortalOptions['qrLogin'] {
+function mountQrLogin(app: Express, config: DemoConfig, store: KeyValueStore, keys: KeySet): LoginPortalOptions['qrLogin'] {
   const auth = origin(config, 'auth');
   const secret = secretFor(config, 'qr-app');
   const redirectUri = `${auth}/callback/qr`;
   // The phone app's tokens; QR access tokens live 7200 s (WeChat's expires_in), so revocations must too.
-  const tokens = new TokenService({ keys: KeySet.generate('ES256'), issuer: auth, store, accessTokenLifetimeSeconds: 7200 });
+  const tokens = new TokenService({ keys, issuer: auth, store, accessTokenLifetimeSeconds: 7200 });
   app.use(
     qrLoginProvider({
       store,
@@ -71,7 +75,13 @@ export function createAuth(config: DemoConfig, store: KeyValueStore): Express {
   const app = express();
   app.set('trust proxy', 'loopback, uniquelocal'); // the front door
   app.use(securityHeaders());
-  app.use(ssoSession(sessionOptions(config, store)));
+  const sessions = ssoSession(sessionOptions(config, store));
+  app.use(sessions);
+  app.use(demoAccessPolicy(config));
+  // The portal's signing keys: its token service and its OpenID Provider publish the same JWKS.
+  const keys = KeySet.generate('ES256');
+  // Apps on other domains (the partner) sign in through the portal as an OpenID Provider, under /oidc.
+  if (config.openidProvider) app.use(portalProvider(config, store, sessions, keys));
   // Sign in with the corporate IdP: GET /login/demo-idp, GET /callback/demo-idp, back-channel logout.
   app.use(
     oidc({
@@ -86,7 +96,9 @@ export function createAuth(config: DemoConfig, store: KeyValueStore): Express {
     }),
   );
   // QR login's URLs must be https, or http on a loopback name (the default sso.localhost); elsewhere it stays off.
-  const qr = config.qrLogin ? mountQrLogin(app, config, store) : undefined;
+  const qr = config.qrLogin ? mountQrLogin(app, config, store, keys) : undefined;
+  // One store of second factors: TOTP, recovery codes and passkeys.
+  const credentials = new KeyValueCredentialStore(store);
   app.use(
     loginPortal({
       users: demoDirectory(),
@@ -94,9 +106,15 @@ export function createAuth(config: DemoConfig, store: KeyValueStore): Express {
       throttle: { deviceTokenSecret: secretFor(config, 'device-tokens') },
       ...(qr ? { qrLogin: qr } : {}),
       providers: [{ href: '/login/demo-idp', label: 'Sign in with the Demo IdP' }],
+      // Authenticator apps and recovery codes (/two-factor), and the step-up page routes needing two factors use.
+      twoFactor: {
+        credentials,
+        sealingKey: secretFor(config, 'totp-sealing'),
+        issuer: 'SSO Demo',
+      },
       // Passkeys for the demo users: add one at /passkeys after signing in, then sign in with it alone. The parent
       // domain is the relying party, so the passkey works from every site of the demo.
-      passkeys: { credentials: new KeyValueCredentialStore(store), rpName: 'SSO Demo' },
+      passkeys: { credentials, rpName: 'SSO Demo' },
     }),
   );
   app.get('/', function portalHome(req: Request, res: Response) {

@@ -9,11 +9,14 @@ import { isIP } from 'node:net';
 import type { KeyValueStore, SsoSessionOptions } from 'express-sso-kit';
 import { demoDirectory } from './accounts';
 
-/** The sites of the demo, each its own app on `<site>.<domain>`. */
-export type SiteName = 'auth' | 'shop' | 'admin' | 'api' | 'idp';
+/**
+ * The sites of the demo, each its own app on `<site>.<domain>`, except `partner`: an app of another organisation on
+ * a domain of its own (`DEMO_PARTNER_DOMAIN`), which signs in through the portal's OpenID Provider.
+ */
+export type SiteName = 'auth' | 'shop' | 'admin' | 'api' | 'idp' | 'partner';
 
 /** Every site, in the order they are started and listed. */
-export const SITES: readonly SiteName[] = ['idp', 'auth', 'shop', 'admin', 'api'];
+export const SITES: readonly SiteName[] = ['idp', 'auth', 'shop', 'admin', 'api', 'partner'];
 
 /** The demo's settings, read from the environment by {@link readDemoConfig}. */
 export interface DemoConfig {
@@ -31,15 +34,39 @@ export interface DemoConfig {
   frontDoorHost: string;
   /** QR login is on: its URLs must be https, or http on a loopback name such as `*.localhost`. */
   qrLogin: boolean;
+  /** The partner app's own domain, outside the parent domain (`DEMO_PARTNER_DOMAIN`, default `partner.localhost`). */
+  partnerDomain: string;
+  /**
+   * The portal is an OpenID Provider for the partner app: its URLs must be https, or http on loopback names (the
+   * parent domain and the partner domain both under `localhost`).
+   */
+  openidProvider: boolean;
 }
+
+const DOMAIN_NAME = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 
 // A parent domain of several labels; ssoSession refuses a public suffix (such as co.uk) itself, by name.
 function parentDomain(raw: string): string {
   const domain = raw.toLowerCase();
-  if (isIP(domain) !== 0 || !/^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/.test(domain)) {
+  if (isIP(domain) !== 0 || !DOMAIN_NAME.test(domain)) {
     throw new TypeError(
       `DEMO_DOMAIN must be a parent domain such as "sso.localhost" or "example.test" (not an IP or a single label), got "${raw}"`,
     );
+  }
+  return domain;
+}
+
+const within = (name: string, domain: string) => name === domain || name.endsWith(`.${domain}`);
+const isLoopbackName = (name: string) => within(name, 'localhost');
+
+// The partner is another organisation's app: a cookie of the parent domain must never reach it, nor its cookie the sites.
+function partnerDomain(raw: string, parent: string): string {
+  const domain = raw.toLowerCase();
+  if (isIP(domain) !== 0 || !DOMAIN_NAME.test(domain)) {
+    throw new TypeError(`DEMO_PARTNER_DOMAIN must be a host name such as "partner.localhost" (not an IP or a single label), got "${raw}"`);
+  }
+  if (within(domain, parent) || within(parent, domain)) {
+    throw new TypeError(`DEMO_PARTNER_DOMAIN must be outside the parent domain "${parent}" (the partner has its own cookie), got "${raw}"`);
   }
   return domain;
 }
@@ -67,7 +94,8 @@ export function readDemoConfig(env: NodeJS.ProcessEnv): DemoConfig {
   if (secret.length < 32) {
     throw new TypeError('DEMO_SECRET must be set to at least 32 characters, the same for every site (npm run demo makes one per run)');
   }
-  const loopbackName = domain === 'localhost' || domain.endsWith('.localhost');
+  const loopbackName = isLoopbackName(domain);
+  const partner = partnerDomain(env.DEMO_PARTNER_DOMAIN || 'partner.localhost', domain);
   return {
     domain,
     secure,
@@ -76,11 +104,13 @@ export function readDemoConfig(env: NodeJS.ProcessEnv): DemoConfig {
     secret,
     frontDoorHost: env.DEMO_FRONT_DOOR_HOST || '127.0.0.1',
     qrLogin: secure || loopbackName,
+    partnerDomain: partner,
+    openidProvider: secure || (loopbackName && isLoopbackName(partner)),
   };
 }
 
 /**
- * A site's public origin, as browsers see it: `http://shop.sso.localhost:8080`.
+ * A site's public origin, as browsers see it: `http://shop.sso.localhost:8080` (the partner: `http://partner.localhost:8080`).
  *
  * @example
  * securityHeaders({ contentSecurityPolicy: { directives: { connectSrc: ["'self'", origin(config, 'api')] } } });
@@ -88,7 +118,8 @@ export function readDemoConfig(env: NodeJS.ProcessEnv): DemoConfig {
 export function origin(config: DemoConfig, site: SiteName): string {
   const scheme = config.secure ? 'https' : 'http';
   const defaultPort = config.secure ? 443 : 80;
-  return `${scheme}://${site}.${config.domain}${config.publicPort === defaultPort ? '' : `:${config.publicPort}`}`;
+  const host = site === 'partner' ? config.partnerDomain : `${site}.${config.domain}`;
+  return `${scheme}://${host}${config.publicPort === defaultPort ? '' : `:${config.publicPort}`}`;
 }
 
 /**
@@ -111,6 +142,17 @@ export function secretFor(config: DemoConfig, purpose: string): string {
  */
 export function portalOidcClient(config: DemoConfig): { clientId: string; clientSecret: string } {
   return { clientId: 'sso-portal', clientSecret: secretFor(config, 'oidc-client') };
+}
+
+/**
+ * The partner app as a client of the portal's OpenID Provider: its client id, and the secret both sides derive from
+ * the demo secret (the portal registers it, the partner presents it at the token endpoint).
+ *
+ * @example
+ * oidc({ name: 'portal', issuer: origin(config, 'auth'), ...partnerOidcClient(config), … });
+ */
+export function partnerOidcClient(config: DemoConfig): { clientId: string; clientSecret: string } {
+  return { clientId: 'partner', clientSecret: secretFor(config, 'partner-oidc-client') };
 }
 
 /**

@@ -82,7 +82,8 @@ export function runSite(site: SiteName, factory: SiteFactory): void {
     await store.ping().catch((error: unknown) => {
       throw new Error(`Redis at ${config.redisUrl} does not answer (${(error as Error).message})`, { cause: error });
     });
-    const undoDns = resolveDemoDomain(config.domain, config.frontDoorHost);
+    // The partner's own domain goes through the front door too: the portal posts its logout tokens there.
+    const undoDns = [resolveDemoDomain(config.domain, config.frontDoorHost), resolveDemoDomain(config.partnerDomain, config.frontDoorHost)];
     const port = Number(process.env.PORT || 8080);
     const running = await startSite(site, factory, { config, store, port, host: process.env.HOST || '127.0.0.1' });
     // The launcher reads this line to learn the port; keep its shape.
@@ -94,7 +95,7 @@ export function runSite(site: SiteName, factory: SiteFactory): void {
       running
         .close()
         .then(() => store.close())
-        .then(() => undoDns())
+        .then(() => undoDns.reverse().forEach((undo) => undo()))
         .then(
           () => process.exit(0),
           () => process.exit(1),

@@ -22,6 +22,8 @@ export interface FrontDoor {
   port: number;
   /** Sends `<site>.<domain>` to the site's process listening on 127.0.0.1:`port`. */
   route(site: string, port: number): void;
+  /** Sends a host outside the parent domain (the partner's own domain) to the process listening on `port`. */
+  routeHost(hostname: string, port: number): void;
   close(): Promise<void>;
 }
 
@@ -43,6 +45,7 @@ function refuse(res: ServerResponse, status: number, text: string): void {
 export async function startFrontDoor(options: FrontDoorOptions): Promise<FrontDoor> {
   const suffix = `.${options.domain.toLowerCase()}`;
   const routes = new Map<string, number>();
+  const hostRoutes = new Map<string, number>();
   const agent = new Agent({ keepAlive: true });
   const scheme = options.tls ? 'https' : 'http';
 
@@ -50,7 +53,7 @@ export async function startFrontDoor(options: FrontDoorOptions): Promise<FrontDo
     const host = (req.headers.host ?? '').toLowerCase();
     const hostname = host.replace(/:\d+$/, '');
     const site = hostname.endsWith(suffix) ? hostname.slice(0, -suffix.length) : '';
-    const port = routes.get(site);
+    const port = hostRoutes.get(hostname) ?? routes.get(site);
     if (port === undefined) {
       refuse(res, 404, 'No demo site answers for this host.');
       return;
@@ -94,6 +97,7 @@ export async function startFrontDoor(options: FrontDoorOptions): Promise<FrontDo
   return {
     port: (server.address() as AddressInfo).port,
     route: (site, port) => routes.set(site.toLowerCase(), port),
+    routeHost: (hostname, port) => hostRoutes.set(hostname.toLowerCase(), port),
     close: () =>
       new Promise<void>((resolve) => {
         for (const socket of sockets) socket.destroy();

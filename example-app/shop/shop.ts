@@ -7,6 +7,7 @@ import { errorHandler, logout, notFound, requireSession, securityHeaders, ssoSes
 import { appAssets, demoLinks, renderAppPage } from '../common/app-pages';
 import { origin, sessionOptions, type DemoConfig } from '../common/config';
 import { runSite } from '../common/run-site';
+import { demoAccessPolicy } from '../common/access';
 
 /**
  * The shop's app.
@@ -28,6 +29,7 @@ export function createShop(config: DemoConfig, store: KeyValueStore): Express {
   );
   app.use('/assets', appAssets());
   app.use(ssoSession(sessionOptions(config, store)));
+  app.use(demoAccessPolicy(config));
 
   app.get('/', requireSession(), function shopPage(req: Request, res: Response) {
     const welcome = '<p>Welcome to the shop. You signed in once, at the portal.</p>';

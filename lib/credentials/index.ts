@@ -13,3 +13,5 @@ export type { PasskeyRecords } from './passkey-records';
 export { PasskeyCeremonies, PasskeyVerificationError, passkeyMethods, passkeyUserHandle } from './passkey-ceremonies';
 export type { PasskeyAssertion, PasskeyCeremonyOptions, PasskeyRefusal, PasskeyUser } from './passkey-ceremonies';
 export { passkeyOriginAllowed } from './passkey-origin';
+export { TotpAuthenticator, type TotpAuthenticatorOptions, type TotpCheck } from './totp-authenticator';
+export { RecoveryCodes, RECOVERY_CODE_COUNT } from './recovery-codes';

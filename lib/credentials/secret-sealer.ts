@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createSecretKey, hkdfSync, randomBytes, type KeyObject } from 'node:crypto';
 import { checkOptions, OptionsError, type OptionSchema } from '../util/options';
 
 /** Options of {@link createSecretSealer}. */
@@ -20,6 +20,8 @@ export interface SecretSealer {
   open(userId: string, sealed: string): string;
   /** True when `sealed` was made with a previous key, so the caller may seal it again with the current one. */
   needsResealing(sealed: string): boolean;
+  /** 32-byte keys derived from the current key, then the previous ones, for another use (HKDF, `purpose` as info). */
+  derivedKeys(purpose: string): Buffer[];
 }
 
 /** A sealed secret that does not open: tampered with, copied from another user, or sealed by an unknown key. */
@@ -71,10 +73,14 @@ export function createSecretSealer(options: SecretSealerOptions): SecretSealer {
   const current = keyBytes('createSecretSealer: key', options.key);
   const currentId = keyId(current);
   const keys = new Map<string, KeyObject>([[currentId, createSecretKey(current)]]);
+  const allBytes = [current];
   (options.previousKeys ?? []).forEach((previous, index) => {
     const bytes = keyBytes(`createSecretSealer: previousKeys[${index}]`, previous);
     const id = keyId(bytes);
-    if (!keys.has(id)) keys.set(id, createSecretKey(bytes));
+    if (!keys.has(id)) {
+      keys.set(id, createSecretKey(bytes));
+      allBytes.push(bytes);
+    }
   });
   const currentKey = keys.get(currentId) as KeyObject;
 
@@ -107,6 +113,9 @@ export function createSecretSealer(options: SecretSealerOptions): SecretSealer {
     },
     needsResealing(sealed) {
       return sealed.split('.')[1] !== currentId;
+    },
+    derivedKeys(purpose) {
+      return allBytes.map((bytes) => Buffer.from(hkdfSync('sha256', bytes, Buffer.alloc(0), `express-sso-kit ${purpose}`, 32)));
     },
   };
 }

@@ -33,6 +33,14 @@ export function loginUserOf(
   const sub = String(claims.sub);
   const sid = typeof claims.sid === 'string' ? claims.sid : undefined;
   const authTime = typeof claims.auth_time === 'number' && Number.isFinite(claims.auth_time) ? claims.auth_time * 1000 : undefined;
+  // How the provider says the user authenticated (OIDC Core §2): kept so step-up rules can read the level and time.
+  const amr = Array.isArray(claims.amr) ? claims.amr.filter((method): method is string => typeof method === 'string' && method !== '') : [];
+  const acr = typeof claims.acr === 'string' && claims.acr !== '' ? claims.acr : undefined;
+  const authentication = {
+    ...(amr.length > 0 ? { amr } : {}),
+    ...(acr === undefined ? {} : { acr }),
+    ...(authTime === undefined ? {} : { authTime: Math.floor(authTime / 1000) }),
+  };
   return {
     // The identity is (issuer, sub): another provider's user with the same sub is someone else.
     source: `oidc:${provider.issuer}`,
@@ -41,6 +49,7 @@ export function loginUserOf(
     roles: [...profile.roles],
     method: 'oidc',
     ...(authTime === undefined ? {} : { authenticatedAt: authTime }),
+    ...(Object.keys(authentication).length > 0 ? { authentication } : {}),
     attributes: {
       ...profile.attributes,
       provider: provider.name,

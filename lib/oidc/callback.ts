@@ -120,6 +120,7 @@ export function createCallback(who: string, provider: OidcProvider, options: Oid
       const claims = await validateIdToken(provider, tokens.idToken as string, {
         nonce: transaction.nonce,
         ...(transaction.maxAge === undefined ? {} : { maxAgeSeconds: transaction.maxAge }),
+        ...(transaction.acrValues === undefined ? {} : { acrValues: transaction.acrValues }),
       });
       return { tokens, claims };
     } catch (error) {

@@ -74,6 +74,8 @@ export interface IdTokenExpectations {
   nonce: string;
   /** The `max_age` sent with the authorization request, in seconds, if any. */
   maxAgeSeconds?: number;
+  /** The `acr_values` sent, if any: the token's `acr` must then be one of them. */
+  acrValues?: readonly string[];
   /** Epoch milliseconds; default now. */
   now?: number;
 }
@@ -83,7 +85,7 @@ export interface IdTokenExpectations {
  * one refetch; no kid → only with a single key of the alg), alg equal to the configured one, `iss` exact, `aud`
  * containing client_id, `azp` present and equal when several audiences (and equal whenever present), `exp` and
  * `iat` (required) within tolerance, `sub` required, `nonce` equal, and `auth_time` present and fresh enough when
- * `max_age` was sent. Returns the claims. Throws {@link IdTokenRejectedError}, or a 502/503 error when the keys
+ * `max_age` was sent, `acr` one of `acr_values` when they were sent. Returns the claims. Throws {@link IdTokenRejectedError}, or a 502/503 error when the keys
  * cannot be fetched.
  *
  * @example
@@ -115,6 +117,12 @@ export async function validateIdToken(
     const nowSeconds = (expected.now ?? Date.now()) / 1000;
     if (nowSeconds - authTime > expected.maxAgeSeconds + provider.clockToleranceSeconds) {
       throw new IdTokenRejectedError('the authentication is older than max_age');
+    }
+  }
+  // acr_values is a request the provider may ignore (OIDC Core §3.1.2.1); the client checks what it got.
+  if (expected.acrValues !== undefined && expected.acrValues.length > 0) {
+    if (typeof claims.acr !== 'string' || !expected.acrValues.includes(claims.acr)) {
+      throw new IdTokenRejectedError('acr is not one of the acr_values requested');
     }
   }
   return claims;

@@ -7,7 +7,7 @@ import { requireSessionSupport, redirectPolicyOf, saveSession } from './session-
 import type { RedirectPolicy } from '../session/types';
 
 /** Query parameters a caller of the login route may pass through to the provider, each vetted. */
-export type LoginQueryParameter = 'prompt' | 'max_age' | 'login_hint';
+export type LoginQueryParameter = 'prompt' | 'max_age' | 'login_hint' | 'acr_values';
 
 /** Options of {@link oidcLogin}. */
 export interface OidcLoginOptions {
@@ -18,8 +18,13 @@ export interface OidcLoginOptions {
   /** Sent as `login_hint` on every login. Default: none. */
   loginHint?: string;
   /**
+   * Sent as `acr_values` (OIDC Core §3.1.2.1): the levels the provider should authenticate at, preferred first,
+   * e.g. `['2fa']`. The callback then refuses an ID token whose `acr` is none of them. Default: none.
+   */
+  acrValues?: readonly string[];
+  /**
    * Which query parameters of the login route are passed on (each validated; a bad value answers 400). They
-   * override the fixed options above. Default `['prompt', 'max_age', 'login_hint']`.
+   * override the fixed options above. Default `['prompt', 'max_age', 'login_hint', 'acr_values']` (each can only make the login stricter).
    */
   queryParameters?: readonly LoginQueryParameter[];
   /** The redirect policy for `return_to`. Default: the one `ssoSession` installs (`req.sso.redirects`). */
@@ -27,7 +32,9 @@ export interface OidcLoginOptions {
 }
 
 const PROMPTS = new Set(['none', 'login', 'consent', 'select_account']);
-const QUERY_PARAMETERS = new Set<LoginQueryParameter>(['prompt', 'max_age', 'login_hint']);
+const QUERY_PARAMETERS = new Set<LoginQueryParameter>(['prompt', 'max_age', 'login_hint', 'acr_values']);
+// An acr value as providers spell them: levels (`2fa`), URNs and URIs, no spaces (acr_values is space-separated).
+const ACR_VALUE = /^[\x21-\x7e]{1,128}$/;
 // A day is far beyond any sensible freshness requirement; larger values are typos.
 const MAX_AGE_LIMIT = 86400;
 const HINT = /^[\x21-\x7e]{1,254}$/;
@@ -50,6 +57,14 @@ const LOGIN_OPTIONS: OptionSchema = {
   loginHint: {
     type: 'string',
     check: (value: string) => (HINT.test(value) ? undefined : 'must be 1–254 printable characters without spaces'),
+  },
+  acrValues: {
+    type: 'string[]',
+    expected: "an array of acr values such as ['2fa']",
+    check: (value: string[]) =>
+      value.length > 0 && value.length <= 8 && value.every((acr) => ACR_VALUE.test(acr))
+        ? undefined
+        : 'must list 1–8 acr values of printable characters without spaces',
   },
   queryParameters: {
     type: 'string[]',
@@ -79,6 +94,7 @@ function loginParameters(req: Request, options: OidcLoginOptions, allowed: Reado
   let prompt = options.prompt;
   let maxAge = options.maxAgeSeconds;
   let loginHint = options.loginHint;
+  let acrValues = options.acrValues;
   const queryPrompt = allowed.has('prompt') ? queryValue(req, 'prompt') : undefined;
   if (queryPrompt !== undefined) {
     if (!PROMPTS.has(queryPrompt))
@@ -98,7 +114,14 @@ function loginParameters(req: Request, options: OidcLoginOptions, allowed: Reado
       throw new BadRequestError({ code: 'invalid_request', detail: 'login_hint must be 1–254 printable characters.' });
     loginHint = queryHint;
   }
-  return { prompt, maxAge, loginHint };
+  const queryAcr = allowed.has('acr_values') ? queryValue(req, 'acr_values') : undefined;
+  if (queryAcr !== undefined) {
+    const values = queryAcr.split(' ').filter(Boolean);
+    if (values.length === 0 || values.length > 8 || !values.every((acr) => ACR_VALUE.test(acr)))
+      throw new BadRequestError({ code: 'invalid_request', detail: 'acr_values must be 1–8 space-separated values.' });
+    acrValues = values;
+  }
+  return { prompt, maxAge, loginHint, acrValues };
 }
 
 /**
@@ -112,17 +135,22 @@ export function createLogin(who: string, provider: OidcProvider, options: OidcLo
   assertProvider(who, provider);
   checkOptions(optionsLabel, options as unknown, LOGIN_OPTIONS);
   const settings: OidcLoginOptions = { ...options };
-  const allowed = new Set<string>(options.queryParameters ?? ['prompt', 'max_age', 'login_hint']);
+  const allowed = new Set<string>(options.queryParameters ?? ['prompt', 'max_age', 'login_hint', 'acr_values']);
 
   return async function oidcLoginMiddleware(req: Request, res: Response, next: NextFunction) {
     try {
       requireSessionSupport(req, who);
-      const { prompt, maxAge, loginHint } = loginParameters(req, settings, allowed);
+      const { prompt, maxAge, loginHint, acrValues } = loginParameters(req, settings, allowed);
       const redirects = redirectPolicyOf(req, settings.redirects, who);
       const returnTo = redirects.sanitize(req.query.return_to);
       const metadata = await provider.metadata();
 
-      const transaction = newTransaction({ provider: provider.name, returnTo, ...(maxAge === undefined ? {} : { maxAge }) });
+      const transaction = newTransaction({
+        provider: provider.name,
+        returnTo,
+        ...(maxAge === undefined ? {} : { maxAge }),
+        ...(acrValues === undefined ? {} : { acrValues }),
+      });
       req.session.oidcTransactions = addTransaction(req.session.oidcTransactions, transaction);
       // Saved before the browser leaves, so the callback finds the transaction even if it races this response.
       await saveSession(req);
@@ -140,6 +168,7 @@ export function createLogin(who: string, provider: OidcProvider, options: OidcLo
       if (prompt !== undefined) params.set('prompt', prompt);
       if (maxAge !== undefined) params.set('max_age', String(maxAge));
       if (loginHint !== undefined) params.set('login_hint', loginHint);
+      if (acrValues !== undefined) params.set('acr_values', acrValues.join(' '));
 
       res.setHeader('Cache-Control', 'no-store');
       res.redirect(302, url.href);

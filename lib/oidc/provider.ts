@@ -60,6 +60,7 @@ export class OidcProvider {
   readonly claimsToUser: ClaimsToUser;
   /** The claim path roles are read from when the provider is trusted for roles; undefined when it is not. */
   readonly rolesClaim: readonly string[] | undefined;
+  /** @internal Whether `allowInsecureLocalDevelopment` was given, so the provider's own URLs may be http. */
   readonly insecureHttp: boolean;
   readonly store: KeyValueStore | undefined;
   // A private field, so logging the provider object never prints the client secret.

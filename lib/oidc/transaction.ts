@@ -10,6 +10,8 @@ export interface OidcTransaction {
   provider: string;
   /** The `max_age` sent, in seconds, so the callback can require a fresh `auth_time`. */
   maxAge?: number;
+  /** The `acr_values` sent, so the callback can require the ID token's `acr` to be one of them. */
+  acrValues?: string[];
   /** Epoch milliseconds. */
   createdAt: number;
 }
@@ -29,7 +31,13 @@ function random(bytes: number): string {
  * @example
  * const tx = newTransaction({ provider: 'corp', returnTo: '/' });
  */
-export function newTransaction(input: { provider: string; returnTo: string; maxAge?: number; now?: number }): OidcTransaction {
+export function newTransaction(input: {
+  provider: string;
+  returnTo: string;
+  maxAge?: number;
+  acrValues?: readonly string[];
+  now?: number;
+}): OidcTransaction {
   return {
     state: random(32),
     nonce: random(32),
@@ -37,6 +45,7 @@ export function newTransaction(input: { provider: string; returnTo: string; maxA
     returnTo: input.returnTo,
     provider: input.provider,
     ...(input.maxAge === undefined ? {} : { maxAge: input.maxAge }),
+    ...(input.acrValues === undefined || input.acrValues.length === 0 ? {} : { acrValues: [...input.acrValues] }),
     createdAt: input.now ?? Date.now(),
   };
 }

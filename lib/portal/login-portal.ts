@@ -11,6 +11,8 @@ import { sendKitStylesheet } from '../http/pages/kit-stylesheet';
 import { PORTAL_JS, renderSessionsPage } from './portal-pages';
 import { oneString, requireSameOrigin, safeReturnTo, ssoContext } from './portal-request';
 import { passkeyRoutes } from './passkey-routes';
+import { mountStepUp } from './step-up-routes';
+import { mountTwoFactorSettings } from './two-factor-routes';
 
 export type { LoginPortalOptions, PortalLoginLink } from './portal-options';
 
@@ -20,6 +22,8 @@ export type { LoginPortalOptions, PortalLoginLink } from './portal-options';
  * (same-origin only, throttled without locking users out: browsers that signed in before keep their own budget,
  * new ones are limited per network and per account; one generic failure message, a fresh session id, 302 to
  * `return_to`), `POST /logout`, `GET /sessions` (the user's signed-in browsers) and `POST /sessions/revocations`.
+ * With `twoFactor`, also the step-up page (`GET|POST /step-up`) and the factor settings (`/two-factor`,
+ * `/two-factor/totp`, `/two-factor/recovery-codes`).
  * Mount it after `ssoSession()` and `securityHeaders()`; mount `errorHandler()` after it.
  *
  * @example
@@ -54,6 +58,11 @@ export function loginPortal(options: LoginPortalOptions): Router {
 
   router.post('/login', parseForm, guarded(passwordLogin(settings, throttle)));
   if (settings.passkeys) router.use(passkeyRoutes(settings, settings.passkeys));
+
+  if (settings.twoFactor !== undefined) {
+    mountStepUp(router, settings, settings.twoFactor, parseForm);
+    mountTwoFactorSettings(router, settings, settings.twoFactor, parseForm);
+  }
 
   router.post('/logout', function submitLogout(req: Request, res: Response, next: NextFunction) {
     requireSameOrigin(req, allowedOrigins);

@@ -155,7 +155,7 @@ export class LoginThrottle {
    */
   async recordSuccess(decision: AllowedLogin): Promise<IssuedDeviceTokens> {
     const state = attempts.get(decision);
-    if (state === undefined) throw new TypeError('LoginThrottle.recordSuccess: pass the allowed decision attempt() returned, once');
+    if (state === undefined) throw new OptionsError('LoginThrottle.recordSuccess: pass the allowed decision attempt() returned, once');
     attempts.delete(decision);
     const now = this.options.clock() / 1000;
     await Promise.all(state.counted.map(({ successesKey, windowSeconds }) => this.store.increment(successesKey, windowSeconds)));

@@ -12,7 +12,13 @@ const MAX_USERNAME = 256;
 const MAX_PASSWORD = 1024;
 const debug = debugChannel('portal');
 
-function tooManyAttempts(retryAfterSeconds: number): string {
+/**
+ * The message of a throttled attempt, in whole minutes.
+ *
+ * @example
+ * tooManyAttempts(90); // 'Too many failed attempts. Try again in 2 minutes.'
+ */
+export function tooManyAttempts(retryAfterSeconds: number): string {
   const minutes = Math.max(1, Math.ceil(retryAfterSeconds / 60));
   return `Too many failed attempts. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`;
 }

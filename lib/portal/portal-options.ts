@@ -6,6 +6,7 @@ import { resolveThrottleOptions, type LoginThrottleOptions } from './login-throt
 import { resolvePasskeyOptions, type PasskeySettings, type PortalPasskeyOptions } from './passkey-options';
 import type { LoginLink } from './portal-pages';
 import type { UserDirectory } from './user-directory';
+import { resolveTwoFactor, type PortalTwoFactorOptions, type TwoFactorSettings } from './two-factor-options';
 
 /** A "Sign in with …" link: the path (or URL) of an `oidcLogin` or `qrLogin` route and its label. */
 export interface PortalLoginLink {
@@ -41,6 +42,11 @@ export interface LoginPortalOptions {
    * Default none.
    */
   passkeys?: PortalPasskeyOptions;
+  /**
+   * Second factors: an authenticator app (TOTP) and recovery codes, the step-up page (`/step-up`) that routes with
+   * `requireSession({ acr: '2fa' })` send users to, and the settings page `/two-factor`. Default: none.
+   */
+  twoFactor?: PortalTwoFactorOptions;
 }
 
 /** The portal's settings, checked and with defaults applied. */
@@ -55,6 +61,7 @@ export interface PortalSettings {
   allowedOrigins: ReadonlySet<string>;
   assetsPath: string;
   passkeys: PasskeySettings | undefined;
+  twoFactor: TwoFactorSettings | undefined;
 }
 
 const LINK_EXAMPLE = "{ href: '/login/…', label: 'Sign in with …' }";
@@ -89,6 +96,7 @@ const SCHEMA: OptionSchema = {
       /^\/[A-Za-z0-9/_-]*[A-Za-z0-9_-]$/.test(path) ? undefined : `must be a path like "/portal-assets", got "${path}"`,
   },
   passkeys: { type: 'object', expected: '{ credentials } (a CredentialStore such as new KeyValueCredentialStore(store))' },
+  twoFactor: { type: 'object', expected: '{ credentials, sealingKey, issuer }' },
 };
 
 /**
@@ -127,5 +135,6 @@ export function resolvePortalOptions(options: LoginPortalOptions): PortalSetting
     allowedOrigins,
     assetsPath: options.assetsPath ?? '/portal-assets',
     passkeys: options.passkeys === undefined ? undefined : resolvePasskeyOptions(options.passkeys),
+    twoFactor: options.twoFactor === undefined ? undefined : resolveTwoFactor(options.twoFactor, options.store, throttle),
   };
 }

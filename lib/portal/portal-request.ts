@@ -1,5 +1,5 @@
 import type { Request } from 'express';
-import { ForbiddenError } from '../http/errors';
+import { ForbiddenError, HttpError } from '../http/errors';
 import { checkRequestOrigin, type OriginRefusal } from '../session/csrf-guard';
 import type { SsoRequestContext } from '../session/types';
 import { debugChannel } from '../util/debug';
@@ -23,7 +23,12 @@ const REFUSALS: Record<OriginRefusal | 'no-host', string> = {
  */
 export function ssoContext(req: Request): SsoRequestContext {
   const sso = req.sso;
-  if (!sso) throw new Error('loginPortal: no shared session on this request; mount app.use(ssoSession({...})) before loginPortal');
+  if (!sso) {
+    throw new HttpError(500, {
+      code: 'middleware_order',
+      detail: 'loginPortal: no shared session on this request; mount app.use(ssoSession({...})) before loginPortal',
+    });
+  }
   return sso;
 }
 

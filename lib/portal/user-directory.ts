@@ -3,6 +3,7 @@ import { DEFAULT_DIRECTORY_SOURCE, sourceProblem } from '../session/identity';
 import type { KeyValueStore } from '../store/port';
 import { checkOptions, OptionsError, type OptionSchema } from '../util/options';
 import { hashPassword, parsePasswordHash, verifyPasswordHash, type ParsedPasswordHash } from '../util/password-hash';
+import { ConflictError } from '../http/errors';
 
 export { DEFAULT_DIRECTORY_SOURCE };
 
@@ -60,22 +61,22 @@ export function normalizeUsername(username: string): string {
 
 function validateRecord(record: unknown, where: string): UserRecord {
   const r = record as Partial<UserRecord> | null;
-  if (!r || typeof r !== 'object') throw new TypeError(`${where}: each user record must be an object`);
+  if (!r || typeof r !== 'object') throw new OptionsError(`${where}: each user record must be an object`);
   for (const field of ['id', 'username', 'name', 'passwordHash'] as const) {
     if (typeof r[field] !== 'string' || r[field].length === 0) {
-      throw new TypeError(`${where}: user record ${JSON.stringify(r.id ?? r.username ?? '?')} needs a non-empty string "${field}"`);
+      throw new OptionsError(`${where}: user record ${JSON.stringify(r.id ?? r.username ?? '?')} needs a non-empty string "${field}"`);
     }
   }
   if (!Array.isArray(r.roles) || !r.roles.every((role) => typeof role === 'string')) {
-    throw new TypeError(`${where}: user record "${String(r.id)}" needs "roles", an array of strings (may be empty)`);
+    throw new OptionsError(`${where}: user record "${String(r.id)}" needs "roles", an array of strings (may be empty)`);
   }
   if (r.disabled !== undefined && typeof r.disabled !== 'boolean') {
-    throw new TypeError(`${where}: user record "${String(r.id)}" has a non-boolean "disabled"`);
+    throw new OptionsError(`${where}: user record "${String(r.id)}" has a non-boolean "disabled"`);
   }
   try {
     parsePasswordHash(r.passwordHash as string);
   } catch (error) {
-    throw new TypeError(`${where}: user record "${String(r.id)}" has a bad passwordHash: ${(error as Error).message}`, { cause: error });
+    throw new OptionsError(`${where}: user record "${String(r.id)}" has a bad passwordHash: ${(error as Error).message}`, { cause: error });
   }
   return r as UserRecord;
 }
@@ -139,19 +140,19 @@ export function fileUserDirectory(pathOrRecords: string | readonly UserRecord[],
     try {
       raw = JSON.parse(readFileSync(pathOrRecords, 'utf8'));
     } catch (error) {
-      throw new TypeError(`${where}: cannot read users from "${pathOrRecords}": ${(error as Error).message}`, { cause: error });
+      throw new OptionsError(`${where}: cannot read users from "${pathOrRecords}": ${(error as Error).message}`, { cause: error });
     }
   } else {
     raw = pathOrRecords;
   }
-  if (!Array.isArray(raw)) throw new TypeError(`${where}: expected an array of user records (or a path to a JSON file holding one)`);
+  if (!Array.isArray(raw)) throw new OptionsError(`${where}: expected an array of user records (or a path to a JSON file holding one)`);
   const byName = new Map<string, { record: UserRecord; hash: ParsedPasswordHash }>();
   const byId = new Map<string, UserRecord>();
   for (const item of raw) {
     const record = validateRecord(item, where);
     const name = normalizeUsername(record.username);
-    if (byName.has(name)) throw new TypeError(`${where}: username "${record.username}" appears twice`);
-    if (byId.has(record.id)) throw new TypeError(`${where}: id "${record.id}" appears twice`);
+    if (byName.has(name)) throw new OptionsError(`${where}: username "${record.username}" appears twice`);
+    if (byId.has(record.id)) throw new OptionsError(`${where}: id "${record.id}" appears twice`);
     // Copied, so a caller changing its array afterwards cannot change who may log in.
     const copy: UserRecord = { ...record, roles: [...record.roles] };
     byName.set(name, { record: copy, hash: parsePasswordHash(copy.passwordHash) });
@@ -249,7 +250,10 @@ export function redisUserDirectory(store: KeyValueStore, options: RedisUserDirec
       const valid = validateRecord(record, 'redisUserDirectory.put');
       const claimed = await store.setIfAbsent(nameKey(valid.username), valid.id);
       if (!claimed && (await store.get(nameKey(valid.username))) !== valid.id) {
-        throw new TypeError(`redisUserDirectory.put: username "${valid.username}" belongs to another user`);
+        throw new ConflictError({
+          code: 'username_taken',
+          detail: `redisUserDirectory.put: username "${valid.username}" belongs to another user`,
+        });
       }
       const previous = await read(valid.id);
       if (previous && normalizeUsername(previous.username) !== normalizeUsername(valid.username)) {

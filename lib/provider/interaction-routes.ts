@@ -4,6 +4,7 @@ import type { InteractionResults } from 'oidc-provider' with { 'resolution-mode'
 import { BadRequestError } from '../http/errors';
 import { guarded } from '../http/handlers';
 import { authenticationOf } from '../session/authentication';
+import { AUTHENTICATION_LEVELS, meetsRequirement, type AuthenticationLevel } from '../session/step-up';
 import type { SessionUser } from '../session/types';
 import { debugChannel } from '../util/debug';
 import { extendFormAction } from '../portal/login-page';
@@ -40,13 +41,28 @@ export function sessionShortfall(
   const { params, prompt } = interaction;
   if (prompt.reasons.includes('login_prompt')) {
     const asked = clock.reauthenticationAskedAt;
-    if (asked === undefined || user.authenticatedAt <= asked) return 'fresh';
+    // A new login, or a factor presented at the step-up page in a later second than the request, is fresh.
+    const fresh = asked !== undefined && (user.authenticatedAt > asked || authentication.authTime > Math.floor(asked / 1000));
+    if (!fresh) return 'fresh';
   }
   const maxAge = Number(params.max_age);
   if (params.max_age !== undefined && Number.isFinite(maxAge) && clock.nowSeconds - authentication.authTime > maxAge) return 'fresh';
-  const acrValues = typeof params.acr_values === 'string' && params.acr_values !== '' ? params.acr_values.split(' ') : [];
-  if (acrValues.length > 0 && !acrValues.includes(authentication.acr)) return 'acr';
+  const acrValues = requestedAcrValues(params.acr_values);
+  if (acrValues.length > 0 && !acrValues.includes(authentication.acr)) {
+    // The kit's levels are ordered (phr ≥ 2fa ≥ 1fa): a session at or above the weakest level asked meets it.
+    const weakest = weakestLevel(acrValues);
+    if (weakest === undefined || !meetsRequirement(authentication, { acr: weakest }, clock.nowSeconds)) return 'acr';
+  }
   return undefined;
+}
+
+function requestedAcrValues(value: unknown): string[] {
+  return typeof value === 'string' && value !== '' ? value.split(' ').filter(Boolean) : [];
+}
+
+/** The weakest of the kit's levels among requested acr values; undefined when none is one of the kit's. */
+function weakestLevel(values: readonly string[]): AuthenticationLevel | undefined {
+  return AUTHENTICATION_LEVELS.find((level) => values.includes(level));
 }
 
 /**
@@ -107,9 +123,21 @@ export function interactionRoutes(
     if (shortfall === 'login') return withQuery(settings.sessions.context.loginUrl, { return_to: returnTo });
     // Only a sign-in after this moment counts as the fresh one prompt=login asked for.
     await records.askedReauthentication(interaction.uid);
-    const acr: Record<string, string> =
-      typeof interaction.params.acr_values === 'string' ? { acr_values: interaction.params.acr_values } : {};
-    return withQuery(settings.stepUpUrl, { ...acr, return_to: returnTo });
+    const requested = requestedAcrValues(interaction.params.acr_values);
+    const weakest = weakestLevel(requested);
+    const maxAge = interaction.params.max_age;
+    // acr_values as asked, and the kit step-up page's own acr/max_age, so either kind of page knows what to ask.
+    const query: Record<string, string> = {
+      ...(requested.length > 0 ? { acr_values: requested.join(' ') } : {}),
+      ...(weakest === undefined ? {} : { acr: weakest }),
+      ...(typeof maxAge === 'string' || typeof maxAge === 'number' ? { max_age: String(maxAge) } : {}),
+    };
+    if (weakest === undefined && query.max_age === undefined) {
+      // prompt=login: a sign-in after this request; max_age=0 asks the step-up page for exactly that.
+      query.acr = '1fa';
+      query.max_age = '0';
+    }
+    return withQuery(settings.stepUpUrl, { ...query, return_to: returnTo });
   }
 
   async function finish(req: Request, res: Response, result: InteractionResults, merge: boolean): Promise<void> {

@@ -39,7 +39,9 @@ async function loadOidcProvider(): Promise<OidcProviderModule> {
   try {
     return await import('oidc-provider');
   } catch (error) {
-    throw new Error('openidProvider needs the optional peer dependency oidc-provider@9: run `npm install oidc-provider@^9`', {
+    throw new HttpError(500, {
+      code: 'provider_misconfigured',
+      detail: 'openidProvider needs the optional peer dependency oidc-provider@9: run `npm install oidc-provider@^9`',
       cause: error,
     });
   }
@@ -88,6 +90,7 @@ export function openidProvider(options: OpenidProviderOptions): OpenidProviderRo
   const providerOf = async (): Promise<Provider> => (await built).provider;
 
   const prefix = settings.pathPrefix;
+  const issuerUrl = new URL(settings.issuer);
   const router = Router() as OpenidProviderRouter;
   router.get(`${prefix}/jwks`, function providerJwks(_req: Request, res: Response) {
     // The kit's whole key set (the active key and those still verifying), exactly as the token service publishes it.
@@ -107,6 +110,11 @@ export function openidProvider(options: OpenidProviderOptions): OpenidProviderRo
         return;
       }
       const { callback } = await built;
+      // oidc-provider builds its URLs (discovery, redirects) from the request's Host and, behind a proxy, from
+      // X-Forwarded-Host and -Proto, which a client can forge or garble. The issuer is the provider's only origin.
+      req.headers.host = issuerUrl.host;
+      req.headers['x-forwarded-host'] = issuerUrl.host;
+      req.headers['x-forwarded-proto'] = issuerUrl.protocol.slice(0, -1);
       await callback(req, res);
     }),
   );

@@ -3,10 +3,12 @@ import type { ClientMetadata, Configuration, KoaContextWithOIDC } from 'oidc-pro
 import type * as OidcModule from 'oidc-provider' with { 'resolution-mode': 'import' };
 import { extendFormAction } from '../portal/login-page';
 import { authenticationOf } from '../session/authentication';
+import { backchannelFetch } from './backchannel-fetch';
 import { renderLogoutConfirmPage, renderNoticePage } from './provider-pages';
 import type { ProviderClient, ResolvedProviderOptions } from './provider-options';
 import { INTERACTION_TTL_SECONDS, type ProviderRecords } from './provider-records';
 import { storeAdapter } from './store-adapter';
+import { HttpError } from '../http/errors';
 
 /** The oidc-provider module, loaded lazily (it is an optional peer dependency and ESM-only). */
 export type OidcProviderModule = typeof OidcModule;
@@ -40,7 +42,7 @@ function interactionPolicy(oidc: OidcProviderModule): NonNullable<NonNullable<Co
   const { Check, base } = oidc.interactionPolicy;
   const policy = base();
   const login = policy.get('login');
-  if (!login) throw new Error('openidProvider: oidc-provider has no login prompt');
+  if (!login) throw new HttpError(500, { code: 'provider_misconfigured', detail: 'openidProvider: oidc-provider has no login prompt' });
   // One session, not two: the provider's own session counts only while it is the portal session's login.
   login.checks.add(
     new Check('portal_session', 'the portal session is not the one the provider remembers', 'login_required', (ctx) => {
@@ -182,5 +184,7 @@ export function providerConfiguration(
     // Browsers may call the token endpoints only from the origin of one of the client's own redirect URIs.
     clientBasedCORS: (_ctx, origin, client) => (client.redirectUris ?? []).some((uri) => new URL(uri).origin === origin),
     enabledJWA: { idTokenSigningAlgValues: [signing.alg] as never },
+    // The provider's only outgoing calls go to its clients' back-channel logout endpoints.
+    fetch: backchannelFetch(settings.allowPrivateNetworkBackchannel) as Configuration['fetch'],
   };
 }

@@ -65,6 +65,14 @@ export interface OpenidProviderOptions {
   refreshTokenLifetimeSeconds?: number;
   /** Default 60. */
   authorizationCodeLifetimeSeconds?: number;
+  /**
+   * Deliver back-channel logout tokens to clients whose `backchannelLogoutUri` is, or resolves to, a loopback or
+   * private-network address (127.0.0.0/8, 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, ::1, fc00::/7, …). Default
+   * false: such calls are refused (SSRF), so a client registration cannot make the provider reach into the portal's
+   * own network. Turn it on only when the clients' back-channel endpoints live on the same private network as the
+   * portal (a cluster, a local demo).
+   */
+  allowPrivateNetworkBackchannel?: boolean;
 }
 
 /** {@link OpenidProviderOptions} checked and completed. */
@@ -81,6 +89,7 @@ export interface ResolvedProviderOptions {
   assetsPath: string;
   serviceScopes: string[];
   lifetimes: { accessToken: number; idToken: number; refreshToken: number; authorizationCode: number };
+  allowPrivateNetworkBackchannel: boolean;
 }
 
 const FACTORY = 'openidProvider';
@@ -139,6 +148,7 @@ const SCHEMA: OptionSchema = {
   idTokenLifetimeSeconds: { type: 'integer', check: within(30, 86400) },
   refreshTokenLifetimeSeconds: { type: 'integer', check: within(60, 365 * 86400) },
   authorizationCodeLifetimeSeconds: { type: 'integer', check: within(10, 600) },
+  allowPrivateNetworkBackchannel: { type: 'boolean' },
 };
 
 function fail(message: string): never {
@@ -226,5 +236,6 @@ export function resolveProviderOptions(options: OpenidProviderOptions): Resolved
       refreshToken: options.refreshTokenLifetimeSeconds ?? 14 * 86400,
       authorizationCode: options.authorizationCodeLifetimeSeconds ?? 60,
     },
+    allowPrivateNetworkBackchannel: options.allowPrivateNetworkBackchannel === true,
   };
 }

@@ -47,7 +47,7 @@ export const MIN_APP_SECRET_LENGTH = 32;
  */
 export function hashAppSecret(secret: string): string {
   if (typeof secret !== 'string' || secret.length < MIN_APP_SECRET_LENGTH) {
-    throw new TypeError(
+    throw new OptionsError(
       `hashAppSecret: the secret must be a string of at least ${MIN_APP_SECRET_LENGTH} characters (use generateAppSecret())`,
     );
   }

@@ -73,6 +73,12 @@ export function isWellFormedToken(value: unknown): value is string {
  * const record = await requests.create({ appid, redirectUri, state, bindingHash, requester, validitySeconds: 180 });
  */
 export class QrLoginRequests {
+  /**
+   * The stored text each record returned by {@link get} was parsed from, so that {@link collect} can compare-and-set
+   * against it directly instead of reading the key a second time.
+   */
+  private readonly readAs = new WeakMap<QrLoginRecord, string>();
+
   constructor(
     private readonly store: KeyValueStore,
     /** How long a finished or expired request stays readable (so the answer is 410, not 404). */
@@ -127,7 +133,10 @@ export class QrLoginRequests {
 
   async get(authCode: string): Promise<QrLoginRecord | null> {
     if (!isWellFormedToken(authCode)) return null;
-    return parseRecord(await this.store.get(QrLoginRequests.recordKey(authCode)));
+    const raw = await this.store.get(QrLoginRequests.recordKey(authCode));
+    const record = parseRecord(raw);
+    if (record && raw !== null) this.readAs.set(record, raw);
+    return record;
   }
 
   /**
@@ -170,6 +179,13 @@ export class QrLoginRequests {
    */
   async collect(record: QrLoginRecord): Promise<boolean> {
     const key = QrLoginRequests.recordKey(record.authCode);
+    const readAs = this.readAs.get(record);
+    // The record as it was read: one compare-and-set decides. It loses when anything changed since (another
+    // collection, above all), and then the current value is read and judged as below.
+    const asRead = readAs === undefined ? null : parseRecord(readAs);
+    if (readAs !== undefined && asRead && asRead.status === 'confirmed' && !asRead.collected) {
+      if (await this.store.compareAndSet(key, readAs, JSON.stringify({ ...asRead, collected: true }))) return true;
+    }
     const raw = await this.store.get(key);
     const current = parseRecord(raw);
     if (!current || raw === null || current.status !== 'confirmed' || current.collected) return false;

@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { BadRequestError, UnauthorizedError } from '../http/errors';
+import { BadRequestError, HttpError, UnauthorizedError } from '../http/errors';
 import { establishLogin } from '../session/establish-login';
 import type { LoginUser } from '../session/types';
 import { OptionsError } from '../util/options';
@@ -80,7 +80,10 @@ export function qrLogin(options: QrLoginOptions): QrLoginHandlers {
 
   const requireSession = (req: Request, caller: string): void => {
     if (!req.session || !req.sso)
-      throw new Error(`qrLogin.${caller}: no shared session on this request; mount app.use(ssoSession({...})) first`);
+      throw new HttpError(500, {
+        code: 'middleware_order',
+        detail: `qrLogin.${caller}: no shared session on this request; mount app.use(ssoSession({...})) first`,
+      });
   };
 
   const login = async function qrLoginStart(req: Request, res: Response, next: NextFunction): Promise<void> {

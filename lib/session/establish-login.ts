@@ -8,7 +8,7 @@ import { ForbiddenError } from '../http/errors';
 import { identityId, sourceProblem, type Identity } from './identity';
 import type { LinkedAccount, LoginUser, SessionUser } from './types';
 import { loginAuthentication } from './authentication';
-import { checkOptions } from '../util/options';
+import { checkOptions, OptionsError } from '../util/options';
 
 /** Options of {@link establishLogin}. */
 export interface EstablishLoginOptions {
@@ -21,7 +21,7 @@ export interface EstablishLoginOptions {
 const MAX_USER_AGENT = 256;
 
 function fail(message: string): never {
-  throw new TypeError(`establishLogin: ${message}`);
+  throw new OptionsError(`establishLogin: ${message}`);
 }
 
 function checkIdentity(identity: Identity, what: string): void {

@@ -1,4 +1,11 @@
-export { ssoSession, type SsoCsrfOptions, type SsoSessionOptions, type SsoSessionMiddleware } from './sso-session';
+export {
+  ssoSession,
+  type SsoCsrfOptions,
+  type SsoSessionOptions,
+  type SsoSessionMiddleware,
+  type SsoSessionCacheOptions,
+  type SsoSessionCacheStatus,
+} from './sso-session';
 export { establishLogin, type EstablishLoginOptions } from './establish-login';
 export { logout, logoutEverywhere } from './logout';
 export { requireSession, type RequireSessionOptions } from './require-session';
@@ -21,3 +28,4 @@ export {
   type AuthenticationLevel,
   type AuthenticationRequirement,
 } from './step-up';
+export { raiseSessionAuthentication } from './raise-authentication';

@@ -3,6 +3,7 @@ import session, { type SessionData } from 'express-session';
 import { BatchedGet } from '../store/batched-get';
 import type { KeyValueStore, RedisClient } from '../store';
 import type { Request } from 'express';
+import type { SessionCache } from './session-cache';
 import { rememberSavedText, savedTextOf, type EngineStore, type LoadedSession } from './session-engine';
 import { judgeSession, storeTtlMillis, type SessionLimits } from './session-lifetime';
 
@@ -222,11 +223,13 @@ export class SsoRedisSessionStore extends ConnectRedisStore implements EngineSto
   private readonly redis: RedisClient;
   private readonly hooks: SessionStoreHooks;
   private readonly reads: BatchedGet;
+  private readonly cache: SessionCache | undefined;
 
-  constructor(redis: RedisClient, keyPrefix: string, hooks: SessionStoreHooks) {
+  constructor(redis: RedisClient, keyPrefix: string, hooks: SessionStoreHooks, cache?: SessionCache) {
     super({ client: redis, prefix: keyPrefix, disableTouch: true, serializer: lenientJson });
     this.redis = redis;
     this.hooks = hooks;
+    this.cache = cache;
     this.reads = new BatchedGet(redis);
     // The idle timer is refreshed by re-saving, never by a separate EXPIRE per request.
     Object.defineProperty(this, 'touch', { value: undefined, enumerable: false });
@@ -235,8 +238,27 @@ export class SsoRedisSessionStore extends ConnectRedisStore implements EngineSto
   }
 
   loadLive(sessionId: string): Promise<LoadedSession | null> {
+    const key = this.prefix + sessionId;
+    const remove = () => super.destroy(sessionId);
+    const cache = this.cache;
+    if (cache !== undefined) {
+      // A cached session still goes through the lifetime rules: the idle and absolute limits are judged per request.
+      const cached = cache.lookup(key);
+      if (cached !== undefined) return Promise.resolve(keepIfLive(cached, this.hooks, sessionId, remove));
+      const ticket = cache.beginRead();
+      return this.reads.get(key).then(
+        (text) => {
+          cache.finishRead(key, text, ticket);
+          return keepIfLive(text, this.hooks, sessionId, remove);
+        },
+        (error: unknown) => {
+          cache.finishRead(key, null, ticket);
+          throw error;
+        },
+      );
+    }
     // The hot path: one GET (sent with the other reads of this turn) and one JSON.parse in a single promise step.
-    return this.reads.get(this.prefix + sessionId).then((text) => keepIfLive(text, this.hooks, sessionId, () => super.destroy(sessionId)));
+    return this.reads.get(key).then((text) => keepIfLive(text, this.hooks, sessionId, remove));
   }
 
   override get(sessionId: string, callback?: StoreCallback): Promise<unknown> {

@@ -3,6 +3,7 @@ import type { Store } from 'express-session';
 import type { SessionLimits } from './session-lifetime';
 import type { KitSessionManager } from './session-manager';
 import type { LinkAccount, RedirectPolicy, SessionCookieSettings, SsoRequestContext } from './types';
+import { HttpError } from '../http/errors';
 
 /**
  * The object `ssoSession` puts on `req.sso`: built once per `ssoSession(...)` call and shared by every request,
@@ -59,7 +60,10 @@ export function loginRedirectPrefix(loginUrl: string): string {
 export function runtimeOf(req: Request, caller: string): SsoRuntime {
   const sso = req.sso;
   if (!(sso instanceof SsoRuntime)) {
-    throw new Error(`${caller}: no shared session on this request; mount app.use(ssoSession({...})) before ${caller}`);
+    throw new HttpError(500, {
+      code: 'middleware_order',
+      detail: `${caller}: no shared session on this request; mount app.use(ssoSession({...})) before ${caller}`,
+    });
   }
   return sso;
 }

@@ -1,5 +1,6 @@
 import { RedisStore, type KeyValueStore, type RedisClient, type RedisConnectionOptions } from '../store';
 import { checkOptions, OptionsError, refuseInProduction, type OptionSchema } from '../util/options';
+import { resolveSessionCacheOptions, type SsoSessionCacheOptions } from './session-cache';
 import { isWithinDomain, validateCookieDomain } from './cookie-domain';
 import { compileAllowedOrigins } from './csrf-guard';
 import { redirectPolicyFrom } from './redirect-policy';
@@ -57,6 +58,13 @@ export interface SsoSessionOptions {
   linkAccount?: LinkAccount;
   /** The origin check of state-changing requests the session cookie authenticates; see {@link SsoCsrfOptions}. */
   csrf?: SsoCsrfOptions;
+  /**
+   * Opt-in per-process cache of sessions read from Redis, kept coherent by Redis client-side caching (invalidation
+   * messages on a dedicated connection): a revocation or logout on any process evicts the session everywhere
+   * within milliseconds, and while the invalidation connection is down every read goes to Redis. Needs a Redis
+   * store. `{}` for the defaults; see {@link SsoSessionCacheOptions}.
+   */
+  cache?: SsoSessionCacheOptions;
 }
 
 /** The options of `ssoSession`, checked and with every default applied. */
@@ -71,6 +79,7 @@ export interface ResolvedSsoOptions {
   redirects: RedirectPolicy;
   linkAccount: LinkAccount | undefined;
   csrfOrigins: ReadonlySet<string>;
+  cache: Required<SsoSessionCacheOptions> | undefined;
 }
 
 const COOKIE_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
@@ -119,6 +128,7 @@ const SCHEMA: OptionSchema = {
   defaultRedirectUrl: { type: 'string' },
   linkAccount: { type: 'function', expected: 'a function (login, req) => local account | undefined | null' },
   csrf: { type: 'object', expected: 'an object { allowedOrigins: [...] }' },
+  cache: { type: 'object', expected: 'an object { maxEntries?, maxAgeSeconds? } ({} for the defaults)' },
 };
 
 const RENAMED = {
@@ -225,6 +235,10 @@ export function resolveSsoOptions(options: SsoSessionOptions): ResolvedSsoOption
     },
   );
   const csrfOrigins = compileAllowedOrigins(options.csrf?.allowedOrigins, 'ssoSession: csrf', { allowHttp: insecure });
+  const cache = options.cache === undefined ? undefined : resolveSessionCacheOptions(options.cache);
+  if (cache && options.store !== undefined && !(options.store instanceof RedisStore)) {
+    fail('cache needs Redis (its invalidation messages keep the cache coherent); pass a RedisStore or redis, or drop cache');
+  }
 
   // Opened last, so an options mistake above leaves no connection behind.
   let store: KeyValueStore;
@@ -247,5 +261,6 @@ export function resolveSsoOptions(options: SsoSessionOptions): ResolvedSsoOption
     redirects,
     linkAccount: options.linkAccount,
     csrfOrigins,
+    cache,
   };
 }

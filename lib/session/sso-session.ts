@@ -5,6 +5,7 @@ import { debugChannel } from '../util/debug';
 import { checkRequestOrigin, csrfError, isSafeMethod, originFactsOf } from './csrf-guard';
 import { createSessionEngine, discardSession, type EngineStore } from './session-engine';
 import { judgeSession } from './session-lifetime';
+import { SessionCache, type SsoSessionCacheStatus } from './session-cache';
 import { asOutage, KitSessionManager } from './session-manager';
 import { KeyValueSessionStore, SsoRedisSessionStore } from './session-store';
 import { resolveSsoOptions, type SsoSessionOptions } from './sso-session-options';
@@ -12,12 +13,15 @@ import { SsoRuntime } from './sso-runtime';
 import type { SessionManager, SsoRequestContext } from './types';
 
 export type { SsoCsrfOptions, SsoSessionOptions } from './sso-session-options';
+export type { SsoSessionCacheOptions, SsoSessionCacheStatus } from './session-cache';
 
 /** The middleware `ssoSession` returns, with the session manager attached. */
 export interface SsoSessionMiddleware extends RequestHandler {
   readonly manager: SessionManager;
   /** The object every request gets as `req.sso`. */
   readonly context: SsoRequestContext;
+  /** The session cache's state, when the `cache` option turned it on (its connections close with `manager.close()`). */
+  readonly cache: SsoSessionCacheStatus | undefined;
 }
 
 const debug = debugChannel('session');
@@ -56,8 +60,20 @@ export function ssoSession(options: SsoSessionOptions): SsoSessionMiddleware {
       manager.unindex(sessionId, data.user?.id, data.meta?.tags),
   };
   let sessionStore: EngineStore;
+  let cache: SessionCache | undefined;
   if (store instanceof RedisStore) {
-    sessionStore = new SsoRedisSessionStore(store.client, store.prefix + resolved.sessionPrefix, hooks);
+    const keyPrefix = store.prefix + resolved.sessionPrefix;
+    if (resolved.cache) {
+      cache = new SessionCache(store.client, keyPrefix, resolved.cache);
+      // The invalidation connections close with the manager, like the store it may own.
+      const closeManager = manager.close.bind(manager);
+      const sessionCache = cache;
+      manager.close = async () => {
+        await sessionCache.close();
+        await closeManager();
+      };
+    }
+    sessionStore = new SsoRedisSessionStore(store.client, keyPrefix, hooks, cache);
   } else {
     sessionStore = new KeyValueSessionStore(store, resolved.sessionPrefix, hooks);
   }
@@ -116,5 +132,6 @@ export function ssoSession(options: SsoSessionOptions): SsoSessionMiddleware {
   } as SsoSessionMiddleware;
   Object.defineProperty(middleware, 'manager', { value: manager, enumerable: true });
   Object.defineProperty(middleware, 'context', { value: runtime, enumerable: true });
+  Object.defineProperty(middleware, 'cache', { value: cache, enumerable: true });
   return middleware;
 }

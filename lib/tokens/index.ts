@@ -42,3 +42,4 @@ export { requireBearer, type RequireBearerOptions } from './require-bearer';
 export { requiredScopes, claimCheck, claimEquals, claimIncludes, type JsonPrimitive } from './claim-checks';
 export type { AuthInfo, JwtPayload, JwtHeader } from './types';
 export { authenticationOfToken, tokenMeets } from './token-authentication';
+export type { TokenAuthentication } from './token-claims';

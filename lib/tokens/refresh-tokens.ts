@@ -1,3 +1,4 @@
+import type { TokenAuthentication } from './token-claims';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { KeyValueStore } from '../store/port';
 import { debugChannel } from '../util/debug';
@@ -45,6 +46,8 @@ export interface RefreshTokenRecord {
   familyCreatedAt: number;
   /** Epoch milliseconds. */
   expiresAt: number;
+  /** How the user authenticated at the login that started the family; access tokens of every rotation state it. */
+  authentication?: TokenAuthentication;
 }
 
 /** What {@link RefreshTokens.issue} takes. */
@@ -52,6 +55,8 @@ export interface IssueRefreshTokenInput {
   clientId: string;
   subject: string;
   scope?: string;
+  /** The login's authentication, kept with the family (see `AccessTokenInput.authentication`). */
+  authentication?: TokenAuthentication;
   /** Groups several families under one grant (e.g. one consent); default: the new family is its own grant. */
   grantId?: string;
 }
@@ -177,6 +182,7 @@ export class RefreshTokens {
         subject: input.subject,
         grantId,
         ...(input.scope !== undefined ? { scope: input.scope } : {}),
+        ...(input.authentication !== undefined ? { authentication: { ...input.authentication } } : {}),
       },
       now,
       [`grant:{${grantId}}:families`],
@@ -227,9 +233,18 @@ export class RefreshTokens {
     }
     await this.store.removeFromSet(`rtf:{${record.familyId}}:tokens`, [hash]);
     await this.store.expire(`rtf:{${record.familyId}}`, this.lifetimeSeconds);
-    const { familyId, subject, scope, grantId, familyCreatedAt } = record;
+    const { familyId, subject, scope, grantId, familyCreatedAt, authentication } = record;
     return this.mintConfirmed(
-      { familyId, familyCreatedAt, clientId, subject, grantId, ...(scope !== undefined ? { scope } : {}) },
+      {
+        familyId,
+        familyCreatedAt,
+        clientId,
+        subject,
+        grantId,
+        ...(scope !== undefined ? { scope } : {}),
+        // A refresh is no new authentication: the tokens keep stating the login's level and auth_time.
+        ...(authentication !== undefined ? { authentication } : {}),
+      },
       now,
       // The consumed token: its deletion must survive too, or a failover would make it redeemable again.
       [`rt:{${hash}}`],

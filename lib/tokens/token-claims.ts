@@ -11,7 +11,20 @@ export interface AccessTokenInput {
   roles?: string[];
   /** The grant the token descends from (`gid`): revoking it, or reusing one of its refresh tokens, ends the token. */
   grantId?: string;
+  /**
+   * How the user authenticated (the session's `authenticationOf(user)`): signed as `acr`, `amr` and `auth_time`
+   * (RFC 9068 §2.2.1), so `requireBearer({ acr, maxAgeSeconds })` can require a level of the token.
+   */
+  authentication?: TokenAuthentication;
   expiresInSeconds?: number;
+}
+
+/** The authentication an access token states. */
+export interface TokenAuthentication {
+  acr?: string;
+  amr?: readonly string[];
+  /** Epoch seconds. */
+  authTime?: number;
 }
 
 /** What {@link TokenService.issueIdToken} takes. */
@@ -63,6 +76,30 @@ function audienceOf(owner: string, value: unknown): string | string[] {
 }
 
 /**
+ * The `acr`, `amr` and `auth_time` claims of a token's authentication, checked.
+ *
+ * @example
+ * authenticationClaims('TokenService.issueAccessToken', { acr: '2fa', amr: ['pwd', 'otp'], authTime: 1800000000 });
+ */
+export function authenticationClaims(owner: string, authentication: TokenAuthentication | undefined): Record<string, unknown> {
+  if (authentication === undefined) return {};
+  const { acr, amr, authTime } = authentication;
+  if (acr !== undefined && (typeof acr !== 'string' || acr === ''))
+    throw new OptionsError(`${owner}: authentication.acr must be a non-empty string`);
+  if (amr !== undefined && !(Array.isArray(amr) && amr.every((method) => typeof method === 'string' && method !== ''))) {
+    throw new OptionsError(`${owner}: authentication.amr must be an array of method references such as "pwd"`);
+  }
+  if (authTime !== undefined && !(Number.isInteger(authTime) && authTime > 0)) {
+    throw new OptionsError(`${owner}: authentication.authTime must be epoch seconds`);
+  }
+  return {
+    ...(acr === undefined ? {} : { acr }),
+    ...(amr === undefined || amr.length === 0 ? {} : { amr: [...amr] }),
+    ...(authTime === undefined ? {} : { auth_time: authTime }),
+  };
+}
+
+/**
  * The content of an RFC 9068 access token: `client_id` always (with iss, exp, aud, sub, iat and jti from the signer,
  * every claim RFC 9068 section 2.2 requires), `scope`, `roles` and the grant (`gid`) when given.
  *
@@ -86,6 +123,7 @@ export function accessTokenContent(input: AccessTokenInput, defaultLifetime: num
     ...(scope ? { scope } : {}),
     ...(input.roles ? { roles: [...input.roles] } : {}),
     ...(input.grantId !== undefined ? { gid: nonEmpty(owner, 'grantId', input.grantId) } : {}),
+    ...authenticationClaims(owner, input.authentication),
   };
   return { subject, audience, expiresIn, claims };
 }

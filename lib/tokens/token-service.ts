@@ -168,6 +168,7 @@ export class TokenService {
       subject: content.subject,
       ...(scope !== undefined ? { scope } : {}),
       ...(input.grantId !== undefined ? { grantId: input.grantId } : {}),
+      ...(input.authentication !== undefined ? { authentication: input.authentication } : {}),
     });
     const accessToken = this.sign({ ...content, claims: { ...content.claims, gid: refreshToken.record.grantId } }, 'at+jwt');
     return { accessToken, refreshToken };
@@ -191,6 +192,7 @@ export class TokenService {
       clientId: record.clientId,
       grantId: record.grantId,
       ...(record.scope !== undefined ? { scope: record.scope } : {}),
+      ...(record.authentication !== undefined ? { authentication: record.authentication } : {}),
       ...(input.roles !== undefined ? { roles: input.roles } : {}),
       ...(input.expiresInSeconds !== undefined ? { expiresInSeconds: input.expiresInSeconds } : {}),
     });

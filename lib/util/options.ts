@@ -9,8 +9,8 @@
 export class OptionsError extends TypeError {
   readonly code = 'invalid_options';
 
-  constructor(message: string) {
-    super(message);
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
     this.name = 'OptionsError';
   }
 }

@@ -1,5 +1,5 @@
 import { randomBytes, scrypt as scryptCallback, timingSafeEqual, type ScryptOptions } from 'node:crypto';
-import { checkOptions, type OptionSchema } from './options';
+import { checkOptions, OptionsError, type OptionSchema } from './options';
 
 /** Cost parameters of a scrypt password hash. */
 export interface ScryptParameters {
@@ -42,12 +42,12 @@ function scrypt(password: string, salt: Buffer, keyLength: number, params: Scryp
 function validateParameters(params: ScryptParameters, where: string): void {
   const { N, r, p } = params;
   if (!Number.isInteger(N) || N < 2 || N > MAX_N || (N & (N - 1)) !== 0) {
-    throw new TypeError(`${where}: N must be a power of two between 2 and ${MAX_N}, got ${String(N)}`);
+    throw new OptionsError(`${where}: N must be a power of two between 2 and ${MAX_N}, got ${String(N)}`);
   }
   if (!Number.isInteger(r) || r < 1 || r > MAX_R)
-    throw new TypeError(`${where}: r must be an integer between 1 and ${MAX_R}, got ${String(r)}`);
+    throw new OptionsError(`${where}: r must be an integer between 1 and ${MAX_R}, got ${String(r)}`);
   if (!Number.isInteger(p) || p < 1 || p > MAX_P)
-    throw new TypeError(`${where}: p must be an integer between 1 and ${MAX_P}, got ${String(p)}`);
+    throw new OptionsError(`${where}: p must be an integer between 1 and ${MAX_P}, got ${String(p)}`);
 }
 
 /**
@@ -58,19 +58,19 @@ function validateParameters(params: ScryptParameters, where: string): void {
  * const { N, r, p } = parsePasswordHash(record.passwordHash);
  */
 export function parsePasswordHash(encoded: string): ParsedPasswordHash {
-  if (typeof encoded !== 'string') throw new TypeError('parsePasswordHash: the hash must be a string "scrypt$N$r$p$salt$hash"');
+  if (typeof encoded !== 'string') throw new OptionsError('parsePasswordHash: the hash must be a string "scrypt$N$r$p$salt$hash"');
   const parts = encoded.split('$');
   if (parts.length !== 6 || parts[0] !== 'scrypt') {
-    throw new TypeError('parsePasswordHash: expected "scrypt$N$r$p$salt$hash" (make one with hashPassword())');
+    throw new OptionsError('parsePasswordHash: expected "scrypt$N$r$p$salt$hash" (make one with hashPassword())');
   }
   const [, n, r, p, salt, hash] = parts as [string, string, string, string, string, string];
   const params = { N: Number(n), r: Number(r), p: Number(p) };
   validateParameters(params, 'parsePasswordHash');
   const base64url = /^[A-Za-z0-9_-]+$/;
-  if (!base64url.test(salt) || !base64url.test(hash)) throw new TypeError('parsePasswordHash: salt and hash must be base64url');
+  if (!base64url.test(salt) || !base64url.test(hash)) throw new OptionsError('parsePasswordHash: salt and hash must be base64url');
   const parsed = { ...params, salt: Buffer.from(salt, 'base64url'), hash: Buffer.from(hash, 'base64url') };
-  if (parsed.salt.length < 8) throw new TypeError('parsePasswordHash: the salt must be at least 8 bytes');
-  if (parsed.hash.length < 16 || parsed.hash.length > 64) throw new TypeError('parsePasswordHash: the hash must be 16 to 64 bytes');
+  if (parsed.salt.length < 8) throw new OptionsError('parsePasswordHash: the salt must be at least 8 bytes');
+  if (parsed.hash.length < 16 || parsed.hash.length > 64) throw new OptionsError('parsePasswordHash: the hash must be 16 to 64 bytes');
   return parsed;
 }
 
@@ -81,7 +81,7 @@ export function parsePasswordHash(encoded: string): ParsedPasswordHash {
  * const passwordHash = await hashPassword('correct horse battery staple');
  */
 export async function hashPassword(plain: string, params: Partial<ScryptParameters> = {}): Promise<string> {
-  if (typeof plain !== 'string' || plain.length === 0) throw new TypeError('hashPassword: the password must be a non-empty string');
+  if (typeof plain !== 'string' || plain.length === 0) throw new OptionsError('hashPassword: the password must be a non-empty string');
   // A misspelled parameter (`n` for `N`) would otherwise hash with the default silently.
   checkOptions('hashPassword', params as unknown, SCRYPT_PARAMETER_SCHEMA);
   const full: ScryptParameters = { ...DEFAULT_SCRYPT_PARAMETERS, ...params };

@@ -14,6 +14,8 @@ describe('readDemoConfig', () => {
       secret: SECRET,
       frontDoorHost: '127.0.0.1',
       qrLogin: true,
+      partnerDomain: 'partner.localhost',
+      openidProvider: true,
     });
   });
 
@@ -25,8 +27,11 @@ describe('readDemoConfig', () => {
       DEMO_SECURE: '1',
       DEMO_SECRET: SECRET,
       DEMO_FRONT_DOOR_HOST: 'proxy',
+      DEMO_PARTNER_DOMAIN: 'Partner.Example.Net',
     });
     expect(config).toMatchObject({ domain: 'demo.example.test', publicPort: 443, redisUrl: 'redis://redis:6379', secure: true });
+    expect(config).toMatchObject({ partnerDomain: 'partner.example.net', openidProvider: true });
+    expect(origin(config, 'partner')).toBe('https://partner.example.net');
     expect(config.frontDoorHost).toBe('proxy');
     expect(origin(config, 'shop')).toBe('https://shop.demo.example.test');
   });
@@ -36,8 +41,20 @@ describe('readDemoConfig', () => {
     expect(readDemoConfig({ DEMO_DOMAIN: 'sso.test', DEMO_SECURE: '1', DEMO_SECRET: SECRET }).qrLogin).toBe(true);
   });
 
+  it("turns the portal's OpenID Provider off on plain http unless both domains are loopback names", () => {
+    expect(readDemoConfig({ DEMO_DOMAIN: 'sso.test', DEMO_SECRET: SECRET }).openidProvider).toBe(false);
+    expect(readDemoConfig({ DEMO_PARTNER_DOMAIN: 'partner.test', DEMO_SECRET: SECRET }).openidProvider).toBe(false);
+    expect(readDemoConfig({ DEMO_DOMAIN: 'sso.test', DEMO_SECURE: '1', DEMO_SECRET: SECRET }).openidProvider).toBe(true);
+  });
+
   it.each([
     [{ DEMO_DOMAIN: 'localhost' }, /DEMO_DOMAIN/],
+    // The partner is another organisation: the parent-domain cookie must not reach it, nor its cookie the sites.
+    [{ DEMO_PARTNER_DOMAIN: 'partner.sso.localhost' }, /DEMO_PARTNER_DOMAIN must be outside the parent domain/],
+    [{ DEMO_PARTNER_DOMAIN: 'sso.localhost' }, /DEMO_PARTNER_DOMAIN must be outside the parent domain/],
+    [{ DEMO_DOMAIN: 'sso.partner.localhost' }, /DEMO_PARTNER_DOMAIN must be outside the parent domain/],
+    [{ DEMO_PARTNER_DOMAIN: '127.0.0.1' }, /DEMO_PARTNER_DOMAIN must be a host name/],
+    [{ DEMO_PARTNER_DOMAIN: 'partner.test/evil' }, /DEMO_PARTNER_DOMAIN must be a host name/],
     [{ DEMO_DOMAIN: '127.0.0.1' }, /DEMO_DOMAIN/],
     [{ DEMO_DOMAIN: 'sso..test' }, /DEMO_DOMAIN/],
     [{ DEMO_DOMAIN: 'sso.test/evil' }, /DEMO_DOMAIN/],
@@ -56,6 +73,7 @@ describe('origin and secretFor', () => {
   it("gives each site its public origin with the front door's port", () => {
     expect(origin(config, 'auth')).toBe('http://auth.sso.localhost:8080');
     expect(origin(readDemoConfig({ DEMO_SECRET: SECRET, DEMO_PUBLIC_PORT: '80' }), 'api')).toBe('http://api.sso.localhost');
+    expect(origin(config, 'partner')).toBe('http://partner.localhost:8080');
   });
 
   it('derives one key per purpose from the demo secret, the same in every process', () => {

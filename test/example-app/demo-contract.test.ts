@@ -150,16 +150,30 @@ describe('the demo contract', () => {
     });
   });
 
+  describe('partner app', () => {
+    it('answers on its own domain, outside the parent domain', () => {
+      expect(new URL(t.url('partner')).hostname).toBe('partner.localhost');
+      expect(new URL(t.url('partner')).hostname.endsWith('.sso.test')).toBe(false);
+    });
+
+    it("says why it cannot sign in when the portal's OpenID Provider is off (plain http on a name that is not a loopback name)", async () => {
+      const res = await t.site('partner').get('/');
+      expect(res.status).toBe(503);
+      expect(res.text).toContain('id="partner-off"');
+      expect((await t.site('auth').get('/.well-known/openid-configuration')).status).toBe(404);
+    });
+  });
+
   describe('separate processes behind one front door', () => {
     it('runs every site as its own process, which shares the login only through Redis', async () => {
       const pids = Object.values(t.pids);
-      expect(Object.keys(t.pids).sort()).toEqual(['admin', 'api', 'auth', 'idp', 'shop']);
-      expect(new Set(pids).size).toBe(5);
+      expect(Object.keys(t.pids).sort()).toEqual(['admin', 'api', 'auth', 'idp', 'partner', 'shop']);
+      expect(new Set(pids).size).toBe(6);
       expect(pids).not.toContain(t.launcher.pid);
     });
 
     it("answers each site's health check from that site, with the store it uses", async () => {
-      for (const site of ['auth', 'shop', 'admin', 'api', 'idp'] as const) {
+      for (const site of ['auth', 'shop', 'admin', 'api', 'idp', 'partner'] as const) {
         expect((await t.site(site).get('/healthz')).body).toEqual({ status: 'ok', site, store: 'redis' });
       }
     });

@@ -6,7 +6,7 @@ import { parse } from 'yaml';
 // No container engine runs in CI, so the compose file is checked for the mistakes that would only show at `up`,
 // and the Caddyfile by Caddy itself (`caddy validate`, and `caddy adapt` for the routes it really configures).
 const root = resolve(__dirname, '../..');
-const SITES = ['auth', 'shop', 'admin', 'api', 'idp'];
+const SITES = ['auth', 'shop', 'admin', 'api', 'idp', 'partner'];
 
 interface Service {
   image?: string;
@@ -71,6 +71,7 @@ describe('docker-compose.yml', () => {
     expect(env.DEMO_SECRET).toMatch(/^\$\{DEMO_SECRET:-.{32,}\}$/);
     expect(env.DEMO_FRONT_DOOR_HOST).toBe('proxy');
     expect(env.DEMO_DOMAIN).toBe('sso.localhost');
+    expect(env.DEMO_PARTNER_DOMAIN).toBe('partner.localhost');
     expect(env.PORT).toBe('8080');
     expect(env.HOST).toBe('0.0.0.0');
   });
@@ -149,9 +150,11 @@ describe('example-app/Caddyfile', () => {
       }
     };
     walk(server!.routes);
-    const domain = environmentOf(compose.services.shop!).DEMO_DOMAIN;
+    const { DEMO_DOMAIN: domain, DEMO_PARTNER_DOMAIN: partnerDomain } = environmentOf(compose.services.shop!);
+    // The partner app answers on its own domain, outside the parent domain; every other site on <site>.<domain>.
+    const hostOf = (site: string) => (site === 'partner' ? partnerDomain : `${site}.${domain}`);
     expect(routes).toEqual(
-      Object.fromEntries(SITES.map((site) => [`${site}.${domain}`, `${site}:${environmentOf(compose.services[site]!).PORT}`])),
+      Object.fromEntries(SITES.map((site) => [hostOf(site), `${site}:${environmentOf(compose.services[site]!).PORT}`])),
     );
     expect(fallback).toBe('static_response');
   });

@@ -4,7 +4,7 @@ import { join, relative, resolve } from 'node:path';
 // The example apps are meant to be copied into a new project: they use the kit by its package name only, and each
 // site stands on its own (shared settings come from example-app/common, never from another site).
 const root = resolve(__dirname, '../../example-app');
-const SITES = ['auth', 'shop', 'admin', 'api', 'idp'];
+const SITES = ['auth', 'shop', 'admin', 'api', 'idp', 'partner'];
 
 function sources(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {

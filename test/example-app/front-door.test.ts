@@ -51,6 +51,8 @@ describe('the front door of npm run demo', () => {
     door = await startFrontDoor({ port: 0, host: '127.0.0.1', domain: 'sso.localhost' });
     door.route('shop', shop.port);
     door.route('api', api.port);
+    // The partner app's own domain, outside the parent domain, goes to the api's echo here.
+    door.routeHost('partner.localhost', api.port);
   });
 
   afterAll(async () => {
@@ -72,6 +74,13 @@ describe('the front door of npm run demo', () => {
     expect(echoed).toMatchObject({ site: 'api', method: 'POST', url: '/notes?x=1', body: '{"title":"t"}' });
     expect(echoed.headers.host).toBe(`api.sso.localhost:${door.port}`);
     expect(JSON.parse((await send(door.port, `SHOP.sso.localhost:${door.port}`)).text).site).toBe('shop');
+  });
+
+  it('routes a host outside the parent domain by its exact name, and only that name', async () => {
+    const partner = await send(door.port, `Partner.Localhost:${door.port}`);
+    expect(JSON.parse(partner.text)).toMatchObject({ site: 'api', headers: { host: `Partner.Localhost:${door.port}` } });
+    expect((await send(door.port, `evil.partner.localhost:${door.port}`)).status).toBe(404);
+    expect((await send(door.port, `partner.localhost.evil.test:${door.port}`)).status).toBe(404);
   });
 
   it('tells the site who the client is and over what, replacing what the client claimed', async () => {

@@ -41,7 +41,7 @@ describe('npm run demo with a private redis-server', () => {
     expect(await portAnswers(redisPort)).toBe(true);
     await expectSingleSignOn(demo);
     const pids = Object.values(demo.pids);
-    expect(pids).toHaveLength(5);
+    expect(pids).toHaveLength(6);
 
     const exited = new Promise<number | null>((done) => demo.launcher.once('exit', (code) => done(code)));
     demo.launcher.kill('SIGINT');

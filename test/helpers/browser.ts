@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import jsQR from 'jsqr';
 import { PNG } from 'pngjs';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 
 /** Where e2e screenshots go (git-ignored). */
 export const ARTIFACTS_DIR = resolve(__dirname, '../../test-artifacts');
@@ -31,4 +31,20 @@ export async function decodeQrFromPage(page: Page): Promise<string> {
   const code = jsQR(new Uint8ClampedArray(png.data.buffer, png.data.byteOffset, png.data.length), png.width, png.height);
   if (!code) throw new Error('no QR code found in the screenshot');
   return code.data;
+}
+
+/**
+ * A page in a fresh context at desktop size whose Content-Security-Policy complaints (from the console) are pushed to
+ * `violations`, so a journey can end with `expect(violations).toEqual([])`.
+ *
+ * @example
+ * const { context, page } = await newWatchedPage(browser, cspViolations);
+ */
+export async function newWatchedPage(browser: Browser, violations: string[]): Promise<{ context: BrowserContext; page: Page }> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await context.newPage();
+  page.on('console', (message) => {
+    if (/Content Security Policy/i.test(message.text())) violations.push(message.text());
+  });
+  return { context, page };
 }

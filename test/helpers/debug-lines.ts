@@ -25,3 +25,35 @@ export async function debugLines(area: string, run: () => Promise<unknown>): Pro
   }
   return lines;
 }
+
+/**
+ * Like {@link debugLines}, for what the kit says after the request has been answered (work it finishes in the
+ * background): runs `run`, then keeps collecting until a line matches `until`, or `timeoutMs` has passed.
+ *
+ * @example
+ * const lines = await debugLinesUntil('oidc', /back-channel logout/, () => agent.post('/logout'));
+ */
+export async function debugLinesUntil(area: string, until: RegExp, run: () => Promise<unknown>, timeoutMs = 20_000): Promise<string[]> {
+  let matched: () => void = () => undefined;
+  const seen = new Promise<void>((resolve) => (matched = resolve));
+  const lines: string[] = [];
+  const previousNamespaces = createDebug.disable();
+  const previousLog = createDebug.log;
+  createDebug.log = (...args: unknown[]) => {
+    const line = format(...args);
+    lines.push(line);
+    if (until.test(line)) matched();
+  };
+  createDebug.enable(`express-sso-kit:${area}`);
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await run();
+    await Promise.race([seen, new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+  } finally {
+    clearTimeout(timer);
+    createDebug.disable();
+    createDebug.log = previousLog;
+    if (previousNamespaces) createDebug.enable(previousNamespaces);
+  }
+  return lines;
+}

@@ -9,6 +9,7 @@ import { createApi } from '../../example-app/api/api';
 import { createAuth } from '../../example-app/auth/auth';
 import { createIdp } from '../../example-app/idp/idp';
 import { createShop } from '../../example-app/shop/shop';
+import { createPartner } from '../../example-app/partner/partner';
 import { setCookieValue } from './cookies';
 
 /** The demo secret the in-process sites of a test share. */
@@ -101,18 +102,19 @@ export interface InProcessDemo {
 export async function startInProcessDemo(store: KeyValueStore, domain = 'sso.localhost'): Promise<InProcessDemo> {
   const door = await startFrontDoor({ port: 0, host: '127.0.0.1', domain });
   const config = testDemoConfig({ DEMO_DOMAIN: domain, DEMO_PUBLIC_PORT: String(door.port) });
-  const undoDns = resolveDemoDomain(domain, '127.0.0.1');
+  const undoDns = [resolveDemoDomain(domain, '127.0.0.1'), resolveDemoDomain(config.partnerDomain, '127.0.0.1')];
   const factories: Record<SiteName, SiteFactory> = {
     idp: createIdp,
     auth: createAuth,
     shop: createShop,
     admin: createAdmin,
     api: createApi,
+    partner: createPartner,
   };
   const sites = {} as Record<SiteName, InProcessSite>;
   for (const [site, factory] of Object.entries(factories) as Array<[SiteName, SiteFactory]>) {
     sites[site] = await startInProcessSite(site, factory, store, config);
-    door.route(site, sites[site].running.port);
+    door.routeHost(new URL(origin(config, site)).hostname, sites[site].running.port);
   }
   return {
     config,
@@ -120,7 +122,7 @@ export async function startInProcessDemo(store: KeyValueStore, domain = 'sso.loc
     async close() {
       for (const site of Object.values(sites)) await site.running.close();
       await door.close();
-      undoDns();
+      for (const undo of undoDns.reverse()) undo();
     },
   };
 }

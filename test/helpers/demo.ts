@@ -28,7 +28,9 @@ export interface DemoProcesses {
   domain: string;
   /** Each site's process id, as the launcher reported it. */
   pids: Partial<Record<SiteName, number>>;
-  /** `http://<site>.<domain>:<port><path>` */
+  /** The partner app's own domain (DEMO_PARTNER_DOMAIN, default `partner.localhost`). */
+  partnerDomain: string;
+  /** `http://<site>.<domain>:<port><path>` (the partner: `http://<partnerDomain>:<port><path>`) */
   url(site: SiteName, path?: string): string;
   /** Requests to a site through the front door (the right Host header on the loopback port). */
   site(site: SiteName): {
@@ -91,10 +93,12 @@ export async function startDemoProcesses(options: DemoProcessOptions = {}): Prom
     });
   });
   const scheme = options.https ? 'https' : 'http';
-  const url = (site: SiteName, path = '/') => `${scheme}://${site}.${domain}:${port}${path}`;
+  const partnerDomain = options.env?.DEMO_PARTNER_DOMAIN ?? 'partner.localhost';
+  const hostOf = (site: SiteName) => (site === 'partner' ? partnerDomain : `${site}.${domain}`);
+  const url = (site: SiteName, path = '/') => `${scheme}://${hostOf(site)}:${port}${path}`;
   const site = (name: SiteName) => {
     const agent = request(`${scheme}://127.0.0.1:${port}`);
-    const host = `${name}.${domain}:${port}`;
+    const host = `${hostOf(name)}:${port}`;
     const tls = <T extends request.Test>(test: T): T => (options.https ? (test.trustLocalhost(true).disableTLSCerts() as T) : test);
     return {
       get: (path: string) => tls(agent.get(path).set('Host', host)),
@@ -108,6 +112,7 @@ export async function startDemoProcesses(options: DemoProcessOptions = {}): Prom
     launcher,
     port,
     domain,
+    partnerDomain,
     pids,
     url,
     site,

@@ -80,6 +80,8 @@ export async function startProviderPortal(options: ProviderPortalOptions): Promi
     sessions,
     clients: options.clients,
     cookieSecrets: [`cookie-secret-${randomBytes(16).toString('hex')}`],
+    // The test clients' back-channel endpoints listen on loopback; backchannel-fetch.test.ts covers the default.
+    allowPrivateNetworkBackchannel: true,
     ...options.provider,
   });
   app.set('trust proxy', 'loopback');

@@ -180,4 +180,29 @@ describe('validateIdToken (through oidcCallback with a provider whose tokens the
     result = await login('?max_age=60');
     expect(result.loggedIn).toBe(true);
   });
+
+  it('requires the acr to be one of the acr_values sent, and refuses a token without acr', async () => {
+    fake.idToken = (ctx) => ctx.sign({ ...ctx.claims, acr: '1fa' });
+    let result = await login(`?acr_values=${encodeURIComponent('2fa phr')}`);
+    expect(JSON.parse(result.last.body).detail).toMatch(/acr/);
+    expect(result.loggedIn).toBe(false);
+    fake.idToken = (ctx) => ctx.sign(ctx.claims);
+    result = await login('?acr_values=2fa');
+    expect(result.loggedIn).toBe(false);
+    fake.idToken = (ctx) => ctx.sign({ ...ctx.claims, acr: 'phr' });
+    result = await login(`?acr_values=${encodeURIComponent('2fa phr')}`);
+    expect(result.loggedIn).toBe(true);
+    result = await login('?acr_values=bad%00value');
+    expect(result.last.status).toBe(400);
+  });
+
+  it('records the provider’s acr, amr and auth_time in the session’s authentication', async () => {
+    fake.idToken = (ctx) => ctx.sign({ ...ctx.claims, acr: '2fa', amr: ['pwd', 'otp', 7], auth_time: ctx.now - 30 });
+    const { ua, loggedIn } = await login();
+    expect(loggedIn).toBe(true);
+    const me = JSON.parse((await ua.request(`${apps.shop.origin}/me`)).body) as { user: { authentication: Record<string, unknown> } };
+    expect(me.user.authentication).toMatchObject({ acr: '2fa', amr: ['pwd', 'otp'] });
+    const authTime = me.user.authentication.authTime as number;
+    expect(Math.abs(authTime - (Math.floor(Date.now() / 1000) - 30))).toBeLessThan(5);
+  });
 });

@@ -23,7 +23,8 @@ describe('oidcLogin options', () => {
     ['an unknown prompt', { prompt: 'always' }, /prompt must be one of/],
     ['a fractional maxAgeSeconds', { maxAgeSeconds: 1.5 }, /maxAgeSeconds must be a whole number of seconds/],
     ['a login hint with spaces', { loginHint: 'a b' }, /loginHint/],
-    ['an unknown query parameter', { queryParameters: ['acr_values'] }, /queryParameters/],
+    ['an unknown query parameter', { queryParameters: ['claims'] }, /queryParameters/],
+    ['acr values with spaces', { acrValues: ['two factors'] }, /acrValues/],
   ])('throws a TypeError for %s', (_label, options, message) => {
     expect(() => oidcLogin(corp, options as never)).toThrow(message);
   });

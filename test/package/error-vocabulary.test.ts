@@ -152,4 +152,34 @@ describe('the error vocabulary', () => {
       ).toBe(name);
     }
   });
+
+  it('throws no bare Error or TypeError but the internal invariants listed here', () => {
+    // Each of these means a bug or a broken callback contract inside a request: the error handler answers it 500
+    // `internal_error` (logged, never shown). Anything a user can cause or fix gets a coded error instead.
+    const invariants = [
+      'qr/qr-token-issuer.ts: the refresh token belongs to no grant',
+      'qr/qr-login-requests.ts: auth_code collision',
+      'qr/qr-state.ts: confirming needs mintCode',
+      'qr/qr-login.ts: mapUser must return',
+      'qr/openid-secret.ts: the openid secret vanished',
+      'portal/login-throttle.ts: the device-token key is missing',
+      'basic/require-basic.ts: verify must resolve to null or a user',
+    ];
+    const bare = sourcesUnder(path.join(root, 'lib')).flatMap((file) =>
+      readFileSync(file, 'utf8')
+        .replace(/^\s*(\*|\/\/).*$/gm, '')
+        .split(/\n(?=\s)/)
+        .filter((statement) => /new (Error|TypeError|RangeError)\(/.test(statement))
+        .map((statement) => `${path.relative(path.join(root, 'lib'), file)}: ${statement.replace(/\s+/g, ' ').trim()}`),
+    );
+    const unlisted = bare.filter(
+      (found) =>
+        !invariants.some((invariant) => {
+          const [file, words] = invariant.split(': ') as [string, string];
+          return found.startsWith(`${file}:`) && found.includes(words);
+        }),
+    );
+    expect(unlisted).toEqual([]);
+    expect(bare).toHaveLength(invariants.length);
+  });
 });

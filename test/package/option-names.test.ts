@@ -33,6 +33,24 @@ const OTHER_LIFETIME_WORDS = new Set(['ttl', 'validity', 'retention', 'expiry', 
 const isDuration = (name: string): boolean => DURATION_WORDS.has(words(name).at(-1)!) || /expiresIn$/.test(name);
 const isInsecureSwitch = (name: string): boolean => /insecure|allowHttp|plainHttp|secureCookie/i.test(name);
 
+/**
+ * The public properties of the exported classes (those API Extractor marks `// @internal` left out). Methods are
+ * operations, not settings: `ttlMillis(key)` of the store port answers what Redis's PTTL answers.
+ */
+function classMembers(text: string): Map<string, string[]> {
+  const classes = new Map<string, string[]>();
+  for (const match of text.matchAll(/^export class (\w+)[^{]*\{\n([\s\S]*?)\n\}/gm)) {
+    const [, name, body] = match as unknown as [string, string, string];
+    const lines = body.split('\n');
+    const members = lines.flatMap((line, index) => {
+      const member = /^\s+(?:readonly |static |protected )*([A-Za-z_$][\w$]*)\??:/.exec(line)?.[1];
+      return member === undefined || member === 'constructor' || lines[index - 1]?.trim() === '// @internal' ? [] : [member];
+    });
+    classes.set(name, members);
+  }
+  return classes;
+}
+
 function violations(shapes: Map<string, string[]>): string[] {
   const found: string[] = [];
   for (const [shape, members] of shapes) {
@@ -63,5 +81,12 @@ describe('option names', () => {
 
   it('names every duration …Seconds, every lifetime …Lifetime…, and one insecure-development switch', () => {
     expect(violations(inputShapes(report))).toEqual([]);
+  });
+
+  it('holds the public members of the exported classes to the same names', () => {
+    const classes = classMembers(report);
+    expect(classes.get('OidcProvider')).toEqual(expect.arrayContaining(['timeoutSeconds', 'clockToleranceSeconds']));
+    expect(classes.get('OidcProvider')).not.toContain('timeoutMs');
+    expect(violations(classes)).toEqual([]);
   });
 });

@@ -137,6 +137,8 @@ describe('redisUserDirectory', () => {
     const users = redisUserDirectory(redis.store, { namespace: 'clash' });
     await users.put(records[0]!);
     await expect(users.put({ ...records[1]!, username: 'ALICE' })).rejects.toThrow(/belongs to another user/);
+    await expect(users.put({ ...records[1]!, username: 'ALICE' })).rejects.toMatchObject({ status: 409, code: 'username_taken' });
+    expect(await users.findById(records[1]!.id)).toBeNull();
   });
 
   it('frees the old username on rename and forgets a removed user', async () => {

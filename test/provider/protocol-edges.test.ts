@@ -131,6 +131,9 @@ describe('one session, not two', () => {
     const stepUp = new URL(location);
     expect(stepUp.searchParams.get('prompt')).toBe('login');
     expect(stepUp.searchParams.get('acr_values')).toBe('2fa');
+    // The kit's own step-up page reads the weakest kit level asked, and the max age.
+    expect(stepUp.searchParams.get('acr')).toBe('2fa');
+    expect(stepUp.searchParams.get('max_age')).toBeNull();
   });
 });
 

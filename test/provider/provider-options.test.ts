@@ -46,6 +46,10 @@ describe('openidProvider options', () => {
     expect(() => openidProvider(request as never)).toThrow(/write app\.use\(openidProvider\(\{ \.\.\. \}\)\)/);
   });
 
+  it('takes allowPrivateNetworkBackchannel only as a boolean (an opt-in, never a string that looks like one)', () => {
+    expect(refused({ allowPrivateNetworkBackchannel: 'false' } as never)).toMatch(/allowPrivateNetworkBackchannel/);
+  });
+
   it('refuses an HS256 key set: ID tokens need a public key', () => {
     expect(refused({ keys: KeySet.generate('HS256') })).toMatch(/RS256, PS256 or ES256/);
   });

@@ -160,22 +160,22 @@ describe('bad input answers 4xx, never 5xx, on every route of the example apps',
   async function routesOf(site: SiteName): Promise<FuzzRoute[]> {
     const sites = demo.sites;
     const routes: FuzzRoute[] = [{ method: 'GET', path: '/healthz' }, ...mountedRoutes(sites[site].running.app)];
-    if (site === 'idp') {
-      // oidc-provider's own endpoints, as its discovery document names them.
-      const discovery = (await sites.idp.get('/.well-known/openid-configuration')).body as Record<string, unknown>;
+    if (site === 'idp' || site === 'auth') {
+      // oidc-provider's own endpoints (the corporate IdP's, and the portal's as OpenID Provider), as discovery names them.
+      const discovery = (await sites[site].get('/.well-known/openid-configuration')).body as Record<string, unknown>;
       const paths = Object.entries(discovery)
         .filter(([name, value]) => (name.endsWith('_endpoint') || name === 'jwks_uri') && typeof value === 'string')
         .map(([, value]) => new URL(value as string).pathname);
       routes.push(
         { method: 'GET', path: '/.well-known/openid-configuration' },
-        { method: 'GET', path: '/auth/:uid' },
+        ...(site === 'idp' ? [{ method: 'GET', path: '/auth/:uid' }] : []),
         ...paths.map((path) => ({ method: ['GET', 'POST'], path })),
       );
     }
     return routes;
   }
 
-  it.each(['auth', 'shop', 'admin', 'api', 'idp'] as const)(
+  it.each(['auth', 'shop', 'admin', 'api', 'idp', 'partner'] as const)(
     'on the %s site',
     async (site) => {
       const routes = await routesOf(site);

@@ -38,5 +38,7 @@ describe('sso runtime', () => {
     expect(() => runtimeOf({} as express.Request, 'logout')).toThrow(
       'logout: no shared session on this request; mount app.use(ssoSession({...})) before logout',
     );
+    // A wiring mistake: 500 with the same code requirePermission uses for its order, never "logged out".
+    expect(() => runtimeOf({} as express.Request, 'logout')).toThrow(expect.objectContaining({ status: 500, code: 'middleware_order' }));
   });
 });

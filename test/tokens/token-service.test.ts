@@ -351,3 +351,46 @@ describe('TokenService with a store: revocation end to end', () => {
     }
   });
 });
+
+describe('TokenService: the login’s authentication in access tokens', () => {
+  it('signs acr, amr and auth_time, keeps them across refresh rotations, and requireBearer({ acr }) reads them', async () => {
+    const store = new MemoryStore();
+    const service = new TokenService({ keys: KeySet.generate('ES256', 'at-2'), issuer, store });
+    const authTime = nowSeconds() - 30;
+    const strong = await service.issueTokens({
+      subject: 'alice',
+      audience: 'api',
+      clientId: 'shop',
+      authentication: { acr: '2fa', amr: ['pwd', 'otp'], authTime },
+    });
+    const weak = await service.issueTokens({
+      subject: 'bob',
+      audience: 'api',
+      clientId: 'shop',
+      authentication: { acr: '1fa', amr: ['pwd'], authTime },
+    });
+    const refreshed = await service.redeemRefreshToken(strong.refreshToken.token, { clientId: 'shop', audience: 'api' });
+    const claims = (await service.verifyAccessToken(refreshed.accessToken.token, { audience: 'api' })).claims;
+    expect(claims).toMatchObject({ acr: '2fa', amr: ['pwd', 'otp'], auth_time: authTime });
+
+    const app = express();
+    app.get('/payouts', requireBearer({ tokenService: service, audience: 'api', acr: '2fa', maxAgeSeconds: 300 }), (_req, res) =>
+      res.end('ok'),
+    );
+    app.use(errorHandler({ log: false }));
+    const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
+    expect((await request(app).get('/payouts').set(bearer(refreshed.accessToken.token))).status).toBe(200);
+    expectProblem(await request(app).get('/payouts').set(bearer(weak.accessToken.token)), 401, 'insufficient_user_authentication');
+    await store.close();
+  });
+
+  it('refuses a malformed authentication', () => {
+    const service = new TokenService({ keys: KeySet.generate('ES256', 'at-3'), issuer });
+    expect(() => service.issueAccessToken({ subject: 'a', audience: 'api', clientId: 'shop', authentication: { authTime: 1.5 } })).toThrow(
+      /authTime/,
+    );
+    expect(() => service.issueAccessToken({ subject: 'a', audience: 'api', clientId: 'shop', authentication: { amr: [''] } })).toThrow(
+      /amr/,
+    );
+  });
+});

@@ -1,7 +1,7 @@
 // The two sites every JavaScript consumer runs, given the kit as that consumer imported it (ESM import or require):
 // auth.example.test logs the user in, shop.example.test reads the shared session. The test drives them over HTTP.
 export async function startSites({ express, kit, label }) {
-  const { RedisStore, ssoSession, establishLogin, requireSession, errorHandler } = kit;
+  const { RedisStore, ssoSession, establishLogin, requireSession, sessionsResource, errorHandler } = kit;
   const store = new RedisStore(process.env.REDIS_URL, { prefix: process.env.STORE_PREFIX });
   const site = () => {
     const app = express();
@@ -25,6 +25,8 @@ export async function startSites({ express, kit, label }) {
   });
   const shop = site();
   shop.get('/me', requireSession(), (req, res) => res.json({ id: req.user.id, name: req.user.name, consumer: label }));
+  // The kit's own async routes: a refusal must reach the error handler on Express 4 as on 5.
+  shop.use('/account', sessionsResource());
 
   const servers = [auth, shop].map((app) => app.use(errorHandler()).listen(0, '127.0.0.1'));
   await Promise.all(servers.map((server) => new Promise((resolve) => server.once('listening', resolve))));

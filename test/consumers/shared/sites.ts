@@ -7,6 +7,7 @@ import {
   establishLogin,
   RedisStore,
   requireSession,
+  sessionsResource,
   ssoSession,
   type LoginUser,
   type SessionUser,
@@ -53,6 +54,8 @@ export function sites(label: string): Sites {
     const user: SessionUser | undefined = req.user;
     res.json({ id: user?.id, name: req.user?.name, consumer: label });
   });
+  // The kit's own async routes: a refusal must reach the error handler on Express 4 as on 5.
+  shop.use('/account', sessionsResource());
 
   async function start(): Promise<void> {
     const servers = [auth, shop].map((app) => app.use(errorHandler()).listen(0, '127.0.0.1'));

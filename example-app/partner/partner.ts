@@ -1,0 +1,83 @@
+/**
+ * The partner site: another organisation's app on a domain of its own (`partner.localhost` by default), which the
+ * parent-domain cookie never reaches. It signs users in through the portal's OpenID Provider with the kit's own
+ * relying party (`oidc()`), keeps a session of its own (its own cookie on its own domain), and is signed out by
+ * back-channel when the portal session ends.
+ */
+import express, { type Express, type Request, type Response } from 'express';
+import { errorHandler, notFound, oidc, requireSession, securityHeaders, ssoSession, type KeyValueStore } from 'express-sso-kit';
+import { appAssets } from '../common/app-pages';
+import { origin, partnerOidcClient, secretFor, type DemoConfig } from '../common/config';
+import { runSite } from '../common/run-site';
+import { renderPartnerOffPage, renderPartnerPage, renderPartnerSignedOutPage } from './partner-pages';
+
+/**
+ * The partner's app.
+ *
+ * @example
+ * const partner = createPartner(readDemoConfig(process.env), new RedisStore(process.env.REDIS_URL!));
+ */
+export function createPartner(config: DemoConfig, store: KeyValueStore): Express {
+  const partner = origin(config, 'partner');
+  const portal = origin(config, 'auth');
+  const app = express();
+  app.set('trust proxy', 'loopback, uniquelocal'); // the front door
+  // Signing out posts to this site, which continues to the portal's end-session page (RP-initiated logout).
+  app.use(securityHeaders({ contentSecurityPolicy: { directives: { formAction: ["'self'", portal] } } }));
+  app.use('/assets', appAssets());
+  if (!config.openidProvider) {
+    app.get('/', function partnerOff(_req: Request, res: Response) {
+      res.status(503).set('Cache-Control', 'no-store').type('html').send(renderPartnerOffPage());
+    });
+    app.use(notFound());
+    app.use(errorHandler({ html: true, stylesheetUrl: '/assets/app.css' }));
+    return app;
+  }
+  const defaultPort = config.secure ? 443 : 80;
+  app.use(
+    ssoSession({
+      store,
+      // Its own session: its own cookie, on its own domain, under its own key prefix and secret.
+      cookieDomain: config.partnerDomain,
+      cookieName: 'partner.sid',
+      sessionPrefix: 'partner-sess:',
+      secret: secretFor(config, 'partner-sessions'),
+      loginUrl: `${partner}/login/portal`,
+      defaultRedirectUrl: `${partner}/`,
+      allowedRedirectPorts: config.publicPort === defaultPort ? [] : [config.publicPort],
+      ...(config.secure ? {} : { allowInsecureLocalDevelopment: true }),
+    }),
+  );
+  // GET /login/portal, GET /callback/portal, POST /logout/portal, POST /backchannel-logout/portal.
+  app.use(
+    oidc({
+      name: 'portal',
+      issuer: portal,
+      ...partnerOidcClient(config),
+      baseUrl: partner,
+      scopes: ['openid', 'profile'],
+      idTokenSigningAlg: 'ES256',
+      rolesClaim: 'roles',
+      // The provider releases profile claims at userinfo, not in the ID token (OpenID Connect Core §5.4).
+      fetchUserinfo: true,
+      postLogoutRedirectUri: `${partner}/signed-out`,
+      store,
+      ...(config.secure ? {} : { allowInsecureLocalDevelopment: true }),
+    }),
+  );
+  app.get('/', requireSession(), function partnerHome(req: Request, res: Response) {
+    res.set('Cache-Control', 'no-store').type('html').send(renderPartnerPage(req.user!, portal));
+  });
+  app.get('/me', requireSession(), function currentUser(req: Request, res: Response) {
+    const { id, name, roles, method } = req.user!;
+    res.set('Cache-Control', 'no-store').json({ id, name, roles, method });
+  });
+  app.get('/signed-out', function signedOut(_req: Request, res: Response) {
+    res.set('Cache-Control', 'no-store').type('html').send(renderPartnerSignedOutPage());
+  });
+  app.use(notFound());
+  app.use(errorHandler({ html: true, homeUrl: `${partner}/`, stylesheetUrl: '/assets/app.css' }));
+  return app;
+}
+
+if (require.main === module) runSite('partner', createPartner);

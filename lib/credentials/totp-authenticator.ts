@@ -1,0 +1,118 @@
+import { Secret, TOTP } from 'otpauth';
+import { checkOptions, OptionsError, type OptionSchema } from '../util/options';
+import type { CredentialStore } from './credential-store';
+import type { SecretSealer } from './secret-sealer';
+
+/** Options of {@link TotpAuthenticator}. */
+export interface TotpAuthenticatorOptions {
+  /** Where enrolments and the last accepted step live. */
+  credentials: CredentialStore;
+  /** Seals the secrets at rest (see `createSecretSealer`). */
+  sealer: SecretSealer;
+  /** The issuer an authenticator app shows next to the account, e.g. `Example Corp`. */
+  issuer: string;
+}
+
+/** The outcome of checking a code. */
+export type TotpCheck = 'accepted' | 'rejected' | 'not_enrolled';
+
+const OPTIONS: OptionSchema = {
+  credentials: { type: 'object', required: true, expected: 'a CredentialStore' },
+  sealer: { type: 'object', required: true, expected: 'a SecretSealer from createSecretSealer({ key })' },
+  issuer: { type: 'string', required: true, expected: 'the name authenticator apps show, e.g. "Example Corp"' },
+};
+
+const PERIOD_SECONDS = 30;
+const DIGITS = 6;
+// One step either side absorbs a phone clock a little off and a code typed as it rolled over (RFC 6238 §5.2).
+const WINDOW = 1;
+const CODE = /^[0-9]{6}$/;
+
+/**
+ * TOTP (RFC 6238: SHA-1, 6 digits, 30 s, the parameters every authenticator app reads) over a
+ * {@link CredentialStore}. A code is accepted within one step either side, and only once: its time step must move
+ * the user's last accepted step forward (`advanceTotpStep`, atomic), so a replayed or an older code fails even
+ * when two requests race. Secrets are sealed before they reach the store. Throttling is the caller's (the
+ * portal's factor throttle).
+ *
+ * @example
+ * const totp = new TotpAuthenticator({ credentials, sealer, issuer: 'Example Corp' });
+ * const secret = totp.newSecret();
+ * const uri = totp.uri(secret, 'alice'); // otpauth://totp/Example%20Corp:alice?...
+ * if (await totp.enrol('local|alice', secret, '123456')) { ... }
+ */
+export class TotpAuthenticator {
+  private readonly credentials: CredentialStore;
+  private readonly sealer: SecretSealer;
+  private readonly issuer: string;
+
+  constructor(options: TotpAuthenticatorOptions) {
+    checkOptions('TotpAuthenticator', options, OPTIONS);
+    if (options.issuer.trim() === '' || options.issuer.includes(':')) {
+      throw new OptionsError('TotpAuthenticator: issuer must be a non-empty name without ":", e.g. "Example Corp"');
+    }
+    this.credentials = options.credentials;
+    this.sealer = options.sealer;
+    this.issuer = options.issuer;
+  }
+
+  /** A new random secret (160 bits, base32), to show once during enrolment. */
+  newSecret(): string {
+    return new Secret({ size: 20 }).base32;
+  }
+
+  /** The `otpauth://` URI an authenticator app scans for this secret. */
+  uri(secret: string, accountName: string): string {
+    return this.totp(secret, accountName).toString();
+  }
+
+  /**
+   * Saves the enrolment once the user proved their app has the secret by typing its current code; the code's step
+   * is recorded so it cannot be used again to sign in. False (nothing saved) for a wrong code.
+   */
+  async enrol(userId: string, secret: string, code: string, nowMillis = Date.now()): Promise<boolean> {
+    const step = this.matchingStep(secret, code, nowMillis);
+    if (step === undefined || !(await this.credentials.advanceTotpStep(userId, step))) return false;
+    await this.credentials.setTotp(userId, { sealedSecret: this.sealer.seal(userId, secret), createdAt: Math.floor(nowMillis / 1000) });
+    return true;
+  }
+
+  /** Checks a code of the user's enrolled app: `accepted` at most once per time step. */
+  async verify(userId: string, code: string, nowMillis = Date.now()): Promise<TotpCheck> {
+    const stored = await this.credentials.getTotp(userId);
+    if (stored === undefined) return 'not_enrolled';
+    const secret = this.sealer.open(userId, stored.sealedSecret);
+    const step = this.matchingStep(secret, code, nowMillis);
+    if (step === undefined) return 'rejected';
+    // The step moves forward only once: a replay, or an older code after a newer one, is refused here.
+    if (!(await this.credentials.advanceTotpStep(userId, step))) return 'rejected';
+    if (this.sealer.needsResealing(stored.sealedSecret)) {
+      await this.credentials.setTotp(userId, { ...stored, sealedSecret: this.sealer.seal(userId, secret) });
+    }
+    return 'accepted';
+  }
+
+  /** Whether the user has an enrolled authenticator app. */
+  async isEnrolled(userId: string): Promise<boolean> {
+    return (await this.credentials.getTotp(userId)) !== undefined;
+  }
+
+  private totp(secret: string, label = 'user'): TOTP {
+    return new TOTP({
+      issuer: this.issuer,
+      label,
+      algorithm: 'SHA1',
+      digits: DIGITS,
+      period: PERIOD_SECONDS,
+      secret: Secret.fromBase32(secret),
+    });
+  }
+
+  /** The time step the code belongs to (within the window), or undefined when it matches none. */
+  private matchingStep(secret: string, code: string, nowMillis: number): number | undefined {
+    const token = code.replace(/\s/g, '');
+    if (!CODE.test(token)) return undefined;
+    const delta = this.totp(secret).validate({ token, timestamp: nowMillis, window: WINDOW });
+    return delta === null ? undefined : Math.floor(nowMillis / 1000 / PERIOD_SECONDS) + delta;
+  }
+}

@@ -1,0 +1,213 @@
+import type { NextFunction, Request, Response, Router, RequestHandler } from 'express';
+import { BadRequestError } from '../http/errors';
+import { authenticationOf } from '../session/authentication';
+import { raiseSessionAuthentication } from '../session/raise-authentication';
+import { AUTHENTICATION_LEVELS, freshFactors, levelRank, meetsRequirement, type AuthenticationRequirement } from '../session/step-up';
+import type { SessionUser } from '../session/types';
+import { debugChannel } from '../util/debug';
+import { requestOrigin } from '../util/request-origin';
+import { allowSameOriginReferrer, extendFormAction } from './login-page';
+import type { PortalSettings } from './portal-options';
+import { tooManyAttempts } from './password-login';
+import { oneString, requireSameOrigin, safeReturnTo, ssoContext } from './portal-request';
+import type { SecondFactor } from './second-factor';
+import type { TwoFactorSettings } from './two-factor-options';
+import { renderStepUpPage, type StepUpMethodView } from './two-factor-pages';
+
+const debug = debugChannel('portal');
+const MAX_AGE_LIMIT = 31_536_000;
+const WRONG = 'That did not work. Check the code and try again.';
+const WRONG_PASSWORD = 'Wrong username or password, or that code did not work.';
+
+/** What the step-up page was asked for, read strictly from the query or the form (bad values are a 400). */
+export function requirementOf(acrText: unknown, maxAgeText: unknown): AuthenticationRequirement {
+  const acr = acrText === undefined || acrText === '' ? '2fa' : acrText;
+  if (typeof acr !== 'string' || !AUTHENTICATION_LEVELS.includes(acr as never)) {
+    throw new BadRequestError({ code: 'invalid_request', detail: 'acr must be 1fa, 2fa or phr.' });
+  }
+  if (maxAgeText === undefined || maxAgeText === '') return { acr: acr as AuthenticationRequirement['acr'] & string };
+  if (typeof maxAgeText !== 'string' || !/^[0-9]{1,9}$/.test(maxAgeText) || Number(maxAgeText) > MAX_AGE_LIMIT) {
+    throw new BadRequestError({ code: 'invalid_request', detail: 'max_age must be a whole number of seconds.' });
+  }
+  return { acr: acr as AuthenticationRequirement['acr'] & string, maxAgeSeconds: Number(maxAgeText) };
+}
+
+/** The portal URL of `path` with `return_to` (and more query) for a redirect within the portal. */
+export function portalUrl(req: Request, path: string, query: Record<string, string | undefined>): string {
+  const search = Object.entries(query)
+    .filter((entry): entry is [string, string] => entry[1] !== undefined && entry[1] !== '')
+    .map(([key, value]) => `${key}=${encodeURIComponent(value)}`)
+    .join('&');
+  return `${req.baseUrl}${path}${search ? `?${search}` : ''}`;
+}
+
+/** The absolute URL of the request itself, to come back to after a detour (login, enrolment). */
+export function hereUrl(req: Request): string {
+  return `${requestOrigin(req) ?? ''}${req.originalUrl}`;
+}
+
+/**
+ * An async route whose rejection goes to `next` (Express 4 does not do it by itself).
+ *
+ * @example
+ * router.get('/two-factor', asyncRoute(async (req, res) => { ... }));
+ */
+export function asyncRoute(handler: (req: Request, res: Response) => Promise<void>): RequestHandler {
+  return function portalRoute(req: Request, res: Response, next: NextFunction) {
+    handler(req, res).catch(next);
+  };
+}
+
+/** The password must be typed again when the requirement has a max age and no password is that recent. */
+function needsPassword(user: SessionUser, requirement: AuthenticationRequirement, nowSeconds: number): boolean {
+  if (requirement.maxAgeSeconds === undefined) return false;
+  return !freshFactors(authenticationOf(user), requirement.maxAgeSeconds, nowSeconds).some((factor) => factor.method === 'pwd');
+}
+
+async function availableMethods(
+  twoFactor: TwoFactorSettings,
+  userId: string,
+  requirement: AuthenticationRequirement,
+): Promise<SecondFactor[]> {
+  const needed = levelRank(requirement.acr ?? '2fa');
+  const usable = await Promise.all(
+    twoFactor.methods.map(async (method) => (levelRank(method.level) >= needed && (await method.isAvailable(userId)) ? method : undefined)),
+  );
+  return usable.filter((method): method is SecondFactor => method !== undefined);
+}
+
+const PASSWORD_ONLY: StepUpMethodView = { id: 'password', label: 'Enter your password', fields: '' };
+
+/**
+ * Mounts the step-up page: `GET /step-up?return_to&acr&max_age` shows only what is missing (a second factor; the
+ * password too when the login is older than `max_age`), `POST /step-up` checks it (same origin, throttled like
+ * passwords), raises the *current* session's level with a new session id, and redirects to `return_to`. The password
+ * typed here must be the session user's own: a step-up never changes who is signed in. A user without a second
+ * factor is sent to enrolment first, then back.
+ *
+ * @example
+ * mountStepUp(router, settings, twoFactor, parseForm);
+ */
+export function mountStepUp(router: Router, settings: PortalSettings, twoFactor: TwoFactorSettings, parseForm: RequestHandler): void {
+  async function show(
+    req: Request,
+    res: Response,
+    status: number,
+    requirement: AuthenticationRequirement,
+    returnTo: string,
+    error?: string,
+  ) {
+    const user = req.user as SessionUser;
+    const now = Math.floor(Date.now() / 1000);
+    const password = needsPassword(user, requirement, now);
+    const methods = levelRank(requirement.acr ?? '2fa') <= 1 ? [] : await availableMethods(twoFactor, user.id, requirement);
+    const views: StepUpMethodView[] =
+      levelRank(requirement.acr ?? '2fa') <= 1
+        ? [PASSWORD_ONLY]
+        : methods.map((method) => ({ id: method.id, label: method.label, fields: method.renderFields() }));
+    const { redirects } = ssoContext(req);
+    const own = requestOrigin(req);
+    extendFormAction(
+      res,
+      [new URL(returnTo || redirects.defaultUrl).origin].filter((origin) => origin !== own),
+    );
+    allowSameOriginReferrer(res);
+    res.status(status).setHeader('Cache-Control', 'no-store');
+    res.type('html').send(
+      renderStepUpPage({
+        assetsPath: settings.assetsPath,
+        action: `${req.baseUrl}/step-up`,
+        returnTo,
+        acr: requirement.acr ?? '2fa',
+        maxAge: requirement.maxAgeSeconds === undefined ? '' : String(requirement.maxAgeSeconds),
+        needsPassword: password,
+        methods: views,
+        ...(error ? { error } : {}),
+      }),
+    );
+  }
+
+  /** Where to send a request the page cannot serve yet; undefined when the page can be shown. */
+  async function detour(req: Request, requirement: AuthenticationRequirement, returnTo: string): Promise<string | undefined> {
+    const user = req.user;
+    if (!user) return portalUrl(req, '/login', { return_to: hereUrl(req) });
+    const now = Math.floor(Date.now() / 1000);
+    if (meetsRequirement(authenticationOf(user), requirement, now)) return returnTo || ssoContext(req).redirects.defaultUrl;
+    if (needsPassword(user, requirement, now) && user.source !== settings.directorySource) {
+      // Only the directory's users have a password here; others sign in again with their own provider.
+      return portalUrl(req, '/login', { return_to: hereUrl(req), prompt: 'login' });
+    }
+    if (levelRank(requirement.acr ?? '2fa') >= 2 && (await availableMethods(twoFactor, user.id, requirement)).length === 0) {
+      if (requirement.acr === 'phr') return undefined;
+      debug('step-up for a user without a second factor: sent to enrolment');
+      return portalUrl(req, '/two-factor/totp', { return_to: hereUrl(req) });
+    }
+    return undefined;
+  }
+
+  router.get(
+    '/step-up',
+    asyncRoute(async function showStepUp(req, res) {
+      const requirement = requirementOf(req.query.acr, req.query.max_age);
+      const returnTo = safeReturnTo(req, req.query.return_to);
+      const elsewhere = await detour(req, requirement, returnTo);
+      if (elsewhere !== undefined) {
+        res.setHeader('Cache-Control', 'no-store');
+        res.redirect(303, elsewhere);
+        return;
+      }
+      await show(req, res, 200, requirement, returnTo);
+    }),
+  );
+
+  router.post(
+    '/step-up',
+    parseForm,
+    asyncRoute(async function submitStepUp(req, res) {
+      requireSameOrigin(req, settings.allowedOrigins);
+      const body = (req.body ?? {}) as Record<string, unknown>;
+      const requirement = requirementOf(body.acr, body.max_age);
+      const returnTo = safeReturnTo(req, body.return_to);
+      const user = req.user;
+      if (!user) {
+        res.redirect(303, portalUrl(req, '/login', { return_to: returnTo }));
+        return;
+      }
+      const methodId = oneString(body.method) ?? '';
+      const now = Math.floor(Date.now() / 1000);
+      const password = needsPassword(user, requirement, now);
+      const passwordOnly = levelRank(requirement.acr ?? '2fa') <= 1;
+      const method = passwordOnly ? undefined : (await availableMethods(twoFactor, user.id, requirement)).find((m) => m.id === methodId);
+      if ((!passwordOnly && method === undefined) || (passwordOnly && !password)) {
+        throw new BadRequestError({ code: 'invalid_request', detail: 'Choose one of the offered ways to confirm it is you.' });
+      }
+      // Counted before anything is checked, so parallel guesses cannot slip past the limit.
+      const decision = await twoFactor.throttle.attempt({ username: user.id, address: req.ip ?? req.socket.remoteAddress ?? '' });
+      if (!decision.allowed) {
+        res.setHeader('Retry-After', String(decision.retryAfterSeconds));
+        await show(req, res, 429, requirement, returnTo, tooManyAttempts(decision.retryAfterSeconds));
+        return;
+      }
+      if (password) {
+        const username = oneString(body.username)?.trim() ?? '';
+        const typed = oneString(body.password) ?? '';
+        const verified = username && typed.length <= 1024 ? await settings.users.verifyPassword(username, typed) : null;
+        // The password must be this session's user's: a step-up never turns one user's session into another's.
+        if (verified === null || verified.id !== user.subject || user.source !== settings.directorySource) {
+          debug('refused a step-up: the password is wrong or not the signed-in user’s');
+          await show(req, res, 401, requirement, returnTo, WRONG_PASSWORD);
+          return;
+        }
+      }
+      if (method !== undefined && !(await method.verify(user.id, body, req))) {
+        debug('refused a step-up: the %s factor did not verify', method.id);
+        await show(req, res, 401, requirement, returnTo, password ? WRONG_PASSWORD : WRONG);
+        return;
+      }
+      await twoFactor.throttle.recordSuccess(decision);
+      await raiseSessionAuthentication(req, [...(password ? ['pwd'] : []), ...(method ? [method.amr] : [])], now);
+      res.setHeader('Cache-Control', 'no-store');
+      res.redirect(303, returnTo || ssoContext(req).redirects.defaultUrl);
+    }),
+  );
+}

@@ -1,0 +1,355 @@
+import { randomBytes } from 'node:crypto';
+import express, { type Express } from 'express';
+import { TOTP, Secret } from 'otpauth';
+import request from 'supertest';
+import { Pool } from 'pg';
+import { KeyValueCredentialStore, PostgresCredentialStore, type CredentialStore } from '../../lib/credentials';
+import { errorHandler, securityHeaders } from '../../lib/http';
+import { loginPortal } from '../../lib/portal/login-portal';
+import { DEFAULT_DIRECTORY_SOURCE, fileUserDirectory, type UserDirectory } from '../../lib/portal/user-directory';
+import { requireSession, ssoSession } from '../../lib/session';
+import { hashPassword } from '../../lib/util/password-hash';
+import { expectProblem } from '../helpers/problem';
+import { testPostgresSchema } from '../helpers/postgres';
+import { freePort, testRedisStore } from '../helpers/redis';
+
+const AUTH = 'auth.example.test';
+const AUTH_ORIGIN = `https://${AUTH}`;
+const ADMIN = 'https://admin.example.test/users?page=2';
+const FAST = { N: 1024, r: 8, p: 1 };
+const SECRET = 'portal-test-secret-0123456789-abcdefghij';
+const SESSION_COOKIE = '__Secure-sso.sid';
+
+/** A browser against the portal: keeps the session cookie, sends the portal's Origin on POSTs. */
+class Browser {
+  cookie = '';
+  constructor(private readonly app: Express) {}
+
+  private keep(res: request.Response): request.Response {
+    const lines = (res.headers['set-cookie'] as unknown as string[] | undefined) ?? [];
+    const line = lines.find((value) => value.startsWith(`${SESSION_COOKIE}=`));
+    if (line) this.cookie = line.split(';')[0] as string;
+    return res;
+  }
+
+  async get(path: string, host = AUTH): Promise<request.Response> {
+    const test = request(this.app).get(path).set('Host', host).set('X-Forwarded-Proto', 'https').set('Accept', 'text/html');
+    if (this.cookie) test.set('Cookie', this.cookie);
+    return this.keep(await test);
+  }
+
+  async post(path: string, form: Record<string, string>, origin = AUTH_ORIGIN): Promise<request.Response> {
+    const test = request(this.app)
+      .post(path)
+      .set('Host', AUTH)
+      .set('X-Forwarded-Proto', 'https')
+      .set('X-Forwarded-For', '203.0.113.9')
+      .set('Origin', origin)
+      .type('form');
+    if (this.cookie) test.set('Cookie', this.cookie);
+    return this.keep(await test.send(form));
+  }
+}
+
+/** The hidden fields of the first form of a page whose method is `method` (or the first form at all). */
+function formFields(html: string, method?: string): Record<string, string> {
+  const forms = html.split('<form').slice(1);
+  const form = method === undefined ? forms[0] : forms.find((text) => text.includes(`data-method="${method}"`));
+  if (form === undefined) throw new Error(`no form${method ? ` for ${method}` : ''} in the page`);
+  const fields: Record<string, string> = {};
+  for (const match of form.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) {
+    fields[match[1] as string] = (match[2] as string)
+      .replace(/&amp;/g, '&')
+      .replace(/&quot;/g, '"')
+      .replace(/&#39;/g, "'");
+  }
+  return fields;
+}
+
+function secretOf(html: string): string {
+  const match = /data-totp-secret>([A-Z2-7 ]+)</.exec(html);
+  if (!match) throw new Error('no secret on the enrolment page');
+  return (match[1] as string).replace(/ /g, '');
+}
+
+const codeAt = (secret: string, offsetSteps = 0) =>
+  new TOTP({ secret: Secret.fromBase32(secret), algorithm: 'SHA1', digits: 6, period: 30 }).generate({
+    timestamp: Date.now() + offsetSteps * 30_000,
+  });
+
+type Factors = { credentials: CredentialStore; cleanup: () => Promise<void> };
+
+const credentialStores: Array<[string, (redis: Awaited<ReturnType<typeof testRedisStore>>) => Promise<Factors>]> = [
+  ['Redis', async (redis) => ({ credentials: new KeyValueCredentialStore(redis.store), cleanup: async () => undefined })],
+  [
+    'PostgreSQL',
+    async () => {
+      const pg = await testPostgresSchema('step_up');
+      return { credentials: new PostgresCredentialStore(pg.pool, { schema: pg.schema }), cleanup: pg.cleanup };
+    },
+  ],
+];
+
+/** The portal with second factors kept in `credentials`, and a two-factor route, on the test Redis. */
+async function portalApp(
+  redis: Awaited<ReturnType<typeof testRedisStore>>,
+  users: UserDirectory,
+  credentials: CredentialStore,
+): Promise<Express> {
+  const app = express();
+  app.set('trust proxy', true);
+  app.use(securityHeaders());
+  app.use(ssoSession({ store: redis.store, cookieDomain: 'example.test', secret: SECRET, loginUrl: `${AUTH_ORIGIN}/login` }));
+  app.use(
+    loginPortal({
+      users,
+      store: redis.store,
+      throttle: { perAccountAndNetwork: { failures: 3, windowSeconds: 900 } },
+      twoFactor: { credentials, sealingKey: randomBytes(32), issuer: 'Example' },
+    }),
+  );
+  app.get('/admin', requireSession({ acr: '2fa', maxAgeSeconds: 300 }), (req, res) => {
+    res.json({ id: req.user!.id, acr: req.user!.authentication?.acr, amr: req.user!.authentication?.amr });
+  });
+  app.use(errorHandler({ log: false }));
+  return app;
+}
+
+describe.each(credentialStores)('the portal’s second factors and step-up page, factors in %s', (_name, openFactors) => {
+  let redis: Awaited<ReturnType<typeof testRedisStore>>;
+  let factors: Factors;
+  let users: UserDirectory;
+  let app: Express;
+
+  beforeAll(async () => {
+    redis = await testRedisStore('step-up-portal');
+    factors = await openFactors(redis);
+    // One account per test, so one test's enrolment never changes what another test starts from.
+    const names = ['alice', 'bob', ...Array.from({ length: 20 }, (_, index) => `user${index}`)];
+    users = fileUserDirectory(
+      await Promise.all(
+        names.map(async (name) => ({
+          id: name,
+          username: name,
+          name,
+          roles: [],
+          passwordHash: await hashPassword(`${name}-password`, FAST),
+        })),
+      ),
+    );
+    app = await portalApp(redis, users, factors.credentials);
+  });
+  afterAll(async () => {
+    await factors?.cleanup();
+    await redis?.cleanup();
+  });
+
+  async function signIn(username: string): Promise<Browser> {
+    const browser = new Browser(app);
+    const res = await browser.post('/login', { username, password: `${username}-password`, return_to: '' });
+    expect(res.status).toBe(302);
+    return browser;
+  }
+
+  /** Enrols TOTP for a fresh signed-in browser; returns the browser, the secret and the recovery codes. */
+  async function enrolled(username: string): Promise<{ browser: Browser; secret: string; codes: string[] }> {
+    const browser = await signIn(username);
+    const page = await browser.get('/two-factor/totp');
+    expect(page.status).toBe(200);
+    const secret = secretOf(page.text);
+    const done = await browser.post('/two-factor/totp', { ...formFields(page.text), code: codeAt(secret) });
+    expect(done.status).toBe(200);
+    const codes = [...done.text.matchAll(/<li><code>([A-Z0-9-]+)<\/code><\/li>/g)].map((match) => match[1] as string);
+    return { browser, secret, codes };
+  }
+
+  it('sends a user without a second factor from the step-up page to enrolment, and back', async () => {
+    const browser = await signIn('alice');
+    const stepUp = await browser.get(`/step-up?return_to=${encodeURIComponent(ADMIN)}&acr=2fa&max_age=300`);
+    expect(stepUp.status).toBe(303);
+    const enrol = new URL(stepUp.headers.location!, AUTH_ORIGIN);
+    expect(enrol.pathname).toBe('/two-factor/totp');
+    const back = enrol.searchParams.get('return_to')!;
+    expect(new URL(back).pathname).toBe('/step-up');
+  });
+
+  it('enrols TOTP only after one right code, shows ten recovery codes once and raises the session to 2fa', async () => {
+    const browser = await signIn('alice');
+    const page = await browser.get('/two-factor/totp');
+    expect(page.text).toContain('<svg');
+    const secret = secretOf(page.text);
+    const wrong = await browser.post('/two-factor/totp', {
+      ...formFields(page.text),
+      code: '000000' === codeAt(secret) ? '111111' : '000000',
+    });
+    expect(wrong.status).toBe(401);
+    const before = await browser.get('/admin');
+    expect(before.status).toBe(302);
+    const cookieBefore = browser.cookie;
+    const done = await browser.post('/two-factor/totp', { ...formFields(page.text), code: codeAt(secret) });
+    expect(done.status).toBe(200);
+    expect([...done.text.matchAll(/<li><code>/g)]).toHaveLength(10);
+    expect(browser.cookie).not.toBe(cookieBefore);
+    const admin = await browser.get('/admin');
+    expect(admin.status).toBe(200);
+    expect(admin.body).toMatchObject({ acr: '2fa', amr: ['pwd', 'otp'] });
+  });
+
+  it('refuses a pending secret sealed for another user', async () => {
+    const alice = await signIn('user0');
+    const bob = await signIn('user1');
+    const page = await alice.get('/two-factor/totp');
+    const res = await bob.post('/two-factor/totp', { ...formFields(page.text), code: codeAt(secretOf(page.text)) });
+    expectProblem(res, 400, 'invalid_request');
+  });
+
+  describe('step-up', () => {
+    it('asks only the second factor of a fresh login, raises the same user with a new session id and returns to return_to', async () => {
+      const { secret } = await enrolled('user2');
+      const browser = await signIn('user2');
+      const page = await browser.get(`/step-up?return_to=${encodeURIComponent(ADMIN)}&acr=2fa&max_age=300`);
+      expect(page.status).toBe(200);
+      expect(page.text).not.toContain('name="password"');
+      const before = browser.cookie;
+      // The enrolment used this step already; the next step's code is within the window and not a replay.
+      const res = await browser.post('/step-up', { ...formFields(page.text, 'totp'), code: codeAt(secret, 1) });
+      expect(res.status).toBe(303);
+      expect(res.headers.location).toBe(ADMIN);
+      expect(browser.cookie).not.toBe(before);
+      const admin = await browser.get('/admin');
+      expect(admin.body).toMatchObject({ id: `${DEFAULT_DIRECTORY_SOURCE}|user2`, acr: '2fa', amr: ['pwd', 'otp'] });
+    });
+
+    it('refuses a replayed TOTP code', async () => {
+      const { secret } = await enrolled('user3');
+      const first = await signIn('user3');
+      const page = await first.get(`/step-up?acr=2fa`);
+      const code = codeAt(secret, 1);
+      expect((await first.post('/step-up', { ...formFields(page.text, 'totp'), code })).status).toBe(303);
+      const second = await signIn('user3');
+      const again = await second.post('/step-up', { ...formFields(page.text, 'totp'), code });
+      expect(again.status).toBe(401);
+      expect((await second.get('/admin')).status).toBe(302);
+    });
+
+    it('accepts a recovery code once', async () => {
+      const { codes } = await enrolled('user4');
+      const first = await signIn('user4');
+      const page = await first.get(`/step-up?acr=2fa`);
+      const fields = formFields(page.text, 'recovery');
+      expect((await first.post('/step-up', { ...fields, code: (codes[0] as string).toLowerCase() })).status).toBe(303);
+      const second = await signIn('user4');
+      expect((await second.post('/step-up', { ...fields, code: codes[0] as string })).status).toBe(401);
+      expect((await second.post('/step-up', { ...fields, code: codes[1] as string })).status).toBe(303);
+    });
+
+    it('asks the password again when the login is older than max_age, and refuses another user’s password', async () => {
+      const { codes } = await enrolled('user5');
+      const browser = await signIn('user5');
+      // Ten minutes later the login is older than max_age=300.
+      const realNow = Date.now.bind(Date);
+      const later = jest.spyOn(Date, 'now').mockImplementation(() => realNow() + 600_000);
+      try {
+        const page = await browser.get(`/step-up?return_to=${encodeURIComponent(ADMIN)}&acr=2fa&max_age=300`);
+        expect(page.text).toContain('name="password"');
+        const fields = formFields(page.text, 'recovery');
+        const other = await browser.post('/step-up', {
+          ...fields,
+          username: 'alice',
+          password: 'alice-password',
+          code: codes[0] as string,
+        });
+        expect(other.status).toBe(401);
+        const res = await browser.post('/step-up', { ...fields, username: 'user5', password: 'user5-password', code: codes[1] as string });
+        expect(res.status).toBe(303);
+        const admin = await browser.get('/admin');
+        expect(admin.body).toMatchObject({ id: `${DEFAULT_DIRECTORY_SOURCE}|user5`, acr: '2fa' });
+      } finally {
+        later.mockRestore();
+      }
+    });
+
+    it('throttles factor attempts like passwords: 429 with Retry-After, even for the right code', async () => {
+      const { secret } = await enrolled('user6');
+      const browser = await signIn('user6');
+      const page = await browser.get('/step-up?acr=2fa');
+      const fields = formFields(page.text, 'totp');
+      const wrong = codeAt(secret) === '123456' ? '654321' : '123456';
+      for (let attempt = 0; attempt < 3; attempt += 1)
+        expect((await browser.post('/step-up', { ...fields, code: wrong })).status).toBe(401);
+      const limited = await browser.post('/step-up', { ...fields, code: codeAt(secret, 1) });
+      expect(limited.status).toBe(429);
+      expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
+    });
+
+    it('refuses a step-up form from another origin (CSRF) and changes nothing', async () => {
+      const { codes } = await enrolled('user7');
+      const browser = await signIn('user7');
+      const page = await browser.get('/step-up?acr=2fa');
+      const res = await browser.post('/step-up', { ...formFields(page.text, 'recovery'), code: codes[0] as string }, 'https://evil.test');
+      expect(res.status).toBe(403);
+      expect((await browser.get('/admin')).status).toBe(302);
+    });
+
+    it('answers a malformed requirement with 400 and drops an unsafe return_to', async () => {
+      const browser = await signIn('alice');
+      expectProblem(await browser.get('/step-up?acr=9fa'), 400, 'invalid_request');
+      expectProblem(await browser.get('/step-up?acr=2fa&max_age=-5'), 400, 'invalid_request');
+      const page = await browser.get(`/step-up?acr=2fa&return_to=${encodeURIComponent('https://evil.test/')}`);
+      expect(new URL(page.headers.location ?? 'https://auth.example.test/', AUTH_ORIGIN).searchParams.get('return_to') ?? '').not.toContain(
+        'evil',
+      );
+    });
+
+    it('sends a visitor without a session to the login page', async () => {
+      const res = await new Browser(app).get('/step-up?acr=2fa');
+      expect(res.status).toBe(303);
+      expect(new URL(res.headers.location!, AUTH_ORIGIN).pathname).toBe('/login');
+    });
+  });
+
+  describe('changing factors', () => {
+    it('replacing an enrolled app needs a fresh second factor, not only the password', async () => {
+      await enrolled('user8');
+      const browser = await signIn('user8');
+      const res = await browser.get('/two-factor/totp');
+      expect(res.status).toBe(303);
+      const location = new URL(res.headers.location!, AUTH_ORIGIN);
+      expect(location.pathname).toBe('/step-up');
+      expect(location.searchParams.get('acr')).toBe('2fa');
+    });
+
+    it('new recovery codes need a fresh second factor and replace the old ones', async () => {
+      const { browser, codes } = await enrolled('user9');
+      const again = await browser.post('/two-factor/recovery-codes', {});
+      expect(again.status).toBe(200);
+      const fresh = [...again.text.matchAll(/<li><code>([A-Z0-9-]+)<\/code><\/li>/g)].map((match) => match[1] as string);
+      expect(fresh).toHaveLength(10);
+      const other = await signIn('user9');
+      expect((await other.post('/two-factor/recovery-codes', {})).status).toBe(303);
+      const page = await other.get('/step-up?acr=2fa');
+      expect((await other.post('/step-up', { ...formFields(page.text, 'recovery'), code: codes[2] as string })).status).toBe(401);
+      expect((await other.post('/step-up', { ...formFields(page.text, 'recovery'), code: fresh[0] as string })).status).toBe(303);
+    });
+  });
+});
+
+describe('the step-up page when the credential store is down', () => {
+  it('fails closed with 503, never "no second factor"', async () => {
+    const redis = await testRedisStore('step-up-outage');
+    const pool = new Pool({ host: '127.0.0.1', port: await freePort(), user: 'postgres', database: 'test', connectionTimeoutMillis: 2000 });
+    try {
+      const users = fileUserDirectory([
+        { id: 'alice', username: 'alice', name: 'alice', roles: [], passwordHash: await hashPassword('alice-password', FAST) },
+      ]);
+      const app = await portalApp(redis, users, new PostgresCredentialStore(pool, { schema: 'ssotest_down' }));
+      const browser = new Browser(app);
+      expect((await browser.post('/login', { username: 'alice', password: 'alice-password', return_to: '' })).status).toBe(302);
+      expectProblem(await browser.get('/step-up?acr=2fa'), 503, 'store_unavailable');
+      expectProblem(await browser.get('/two-factor/totp'), 503, 'store_unavailable');
+    } finally {
+      await pool.end();
+      await redis.cleanup();
+    }
+  });
+});

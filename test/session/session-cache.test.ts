@@ -1,0 +1,218 @@
+import { Agent } from 'node:http';
+import Redis from 'ioredis';
+import { ssoSession } from '../../lib/session';
+import { SessionCache } from '../../lib/session/session-cache';
+import { MemoryStore, RedisStore } from '../../lib/store';
+import { invalidationClientIds, startCachedApp, until, type CachedApp } from '../helpers/cached-session-apps';
+import { deleteByPrefix, testPrefix } from '../helpers/redis';
+import { SESSION_COOKIE, TEST_SECRET, userId } from '../helpers/sso-apps';
+import { plainRequest } from '../helpers/sso-load-apps';
+
+const REDIS_URL = process.env.SSO_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+describe('ssoSession({ cache }): sessions cached per process, kept coherent by Redis invalidations', () => {
+  const agent = new Agent({ keepAlive: true });
+  const admin = new Redis(REDIS_URL);
+  let prefix: string;
+  let auth: CachedApp;
+  let shop: CachedApp;
+
+  const request = (app: CachedApp, method: string, path: string, cookie?: string) =>
+    plainRequest(agent, method, `${app.url}${path}`, app.host, cookie);
+  const login = async (subject: string): Promise<string> => {
+    const res = await request(auth, 'POST', `/login/${subject}`);
+    const line = (res.headers['set-cookie'] ?? []).find((candidate) => candidate.startsWith(`${SESSION_COOKIE}=`));
+    if (res.status !== 204 || !line) throw new Error(`login answered ${res.status}`);
+    return line.split(';')[0]!;
+  };
+  /** GET /me on the shop twice: the first read fills the shop's cache, the second is served from it. */
+  const warm = async (cookie: string) => {
+    expect((await request(shop, 'GET', '/me', cookie)).status).toBe(200);
+    expect((await request(shop, 'GET', '/me', cookie)).status).toBe(200);
+    expect(shop.sso.cache!.size).toBeGreaterThan(0);
+  };
+
+  beforeEach(async () => {
+    prefix = testPrefix('session-cache');
+    auth = await startCachedApp(new RedisStore(REDIS_URL, { prefix }), 'auth.example.test', { maxAgeSeconds: 600 });
+    shop = await startCachedApp(new RedisStore(REDIS_URL, { prefix }), 'shop.example.test', { maxAgeSeconds: 600 });
+    await until(() => auth.sso.cache!.ready && shop.sso.cache!.ready, 10_000, 'the caches tracking');
+  });
+
+  afterEach(async () => {
+    await auth.close();
+    await shop.close();
+    await deleteByPrefix(admin, prefix);
+  });
+
+  afterAll(async () => {
+    agent.destroy();
+    await admin.quit();
+  });
+
+  it('serves a logged-in session from the cache without reading Redis again', async () => {
+    const cookie = await login('alice');
+    await warm(cookie);
+    const before = Number(/keyspace_hits:(\d+)/.exec(String(await admin.info('stats')))?.[1]);
+    for (let index = 0; index < 5; index += 1) expect((await request(shop, 'GET', '/me', cookie)).status).toBe(200);
+    const after = Number(/keyspace_hits:(\d+)/.exec(String(await admin.info('stats')))?.[1]);
+    // Other suites may read the shared Redis meanwhile, so the check is "fewer than one read per request".
+    expect(after - before).toBeLessThan(5);
+  });
+
+  it('refuses on one app a session logged out on another, within milliseconds', async () => {
+    const cookie = await login('bob');
+    await warm(cookie);
+    expect((await request(auth, 'POST', '/logout', cookie)).status).toBe(204);
+    const waited = await until(async () => (await request(shop, 'GET', '/me', cookie)).status === 401, 5_000, 'the shop refusing');
+    expect(waited).toBeLessThan(5_000);
+  });
+
+  it('refuses on one app every session of a user ended with logout everywhere on another', async () => {
+    const cookies = [await login('carol'), await login('carol')];
+    for (const cookie of cookies) await warm(cookie);
+    expect(await auth.sso.manager.logoutEverywhere(userId('carol'))).toBe(2);
+    for (const cookie of cookies) {
+      await until(async () => (await request(shop, 'GET', '/me', cookie)).status === 401, 5_000, 'the shop refusing');
+    }
+  });
+
+  it('never serves a session revoked while its invalidation connection was down', async () => {
+    const cookie = await login('dave');
+    await warm(cookie);
+    const [session] = await auth.sso.manager.listSessions(userId('dave'));
+    // The connection dies; the revocation that follows sends its invalidation to nobody.
+    for (const id of await invalidationClientIds(admin)) await admin.client('KILL', 'ID', id);
+    expect(await auth.sso.manager.revokeSession(userId('dave'), session!.id)).toBe(true);
+    expect((await request(shop, 'GET', '/me', cookie)).status).toBe(401);
+    // Once the connection is back the cache is used again, and kept coherent again.
+    await until(() => shop.sso.cache!.ready, 10_000, 'the invalidation connection coming back');
+    const next = await login('dave');
+    await warm(next);
+    expect((await request(auth, 'POST', '/logout', next)).status).toBe(204);
+    await until(async () => (await request(shop, 'GET', '/me', next)).status === 401, 5_000, 'the shop refusing');
+  });
+
+  it('does not keep a read that a revocation overtook', async () => {
+    const cookie = await login('erin');
+    // Reads and revocations racing: whatever order they land in, once the revocation is done no read may succeed.
+    const reads = Array.from({ length: 20 }, () => request(shop, 'GET', '/me', cookie));
+    await auth.sso.manager.logoutEverywhere(userId('erin'));
+    await Promise.all(reads);
+    await until(async () => (await request(shop, 'GET', '/me', cookie)).status === 401, 5_000, 'the shop refusing');
+    for (let index = 0; index < 5; index += 1) expect((await request(shop, 'GET', '/me', cookie)).status).toBe(401);
+  });
+
+  it('keeps at most maxEntries sessions, dropping the least recently used', async () => {
+    await shop.close();
+    shop = await startCachedApp(new RedisStore(REDIS_URL, { prefix }), 'shop.example.test', { maxEntries: 2, maxAgeSeconds: 600 });
+    await until(() => shop.sso.cache!.ready, 10_000, 'the cache tracking');
+    const [first, second, third] = [await login('g1'), await login('g2'), await login('g3')];
+    await warm(first!);
+    await warm(second!);
+    // first is used again, so second is now the least recently used and makes room for third.
+    expect((await request(shop, 'GET', '/me', first)).status).toBe(200);
+    await warm(third!);
+    expect(shop.sso.cache!.size).toBe(2);
+    expect((shop.sso.cache as SessionCache).lookup(sessionKey(prefix, first!))).toBeDefined();
+    expect((shop.sso.cache as SessionCache).lookup(sessionKey(prefix, second!))).toBeUndefined();
+    expect((shop.sso.cache as SessionCache).lookup(sessionKey(prefix, third!))).toBeDefined();
+  });
+});
+
+/** The Redis key of the session a cookie names. */
+function sessionKey(prefix: string, cookie: string): string {
+  return `${prefix}sess:${
+    decodeURIComponent(cookie.slice(cookie.indexOf('=') + 1))
+      .slice(2)
+      .split('.')[0]
+  }`;
+}
+
+describe('SessionCache', () => {
+  const client = new Redis(REDIS_URL);
+  const prefix = testPrefix('session-cache-unit');
+  let cache: SessionCache;
+
+  beforeEach(async () => {
+    cache = new SessionCache(client, `${prefix}sess:`, { maxEntries: 100, maxAgeSeconds: 600 });
+    await until(() => cache.ready, 10_000, 'the cache tracking');
+  });
+  afterEach(() => cache.close());
+  afterAll(() => client.quit());
+
+  it('does not keep a read that an invalidation of its key overtook', () => {
+    const key = `${prefix}sess:raced`;
+    const ticket = cache.beginRead();
+    cache.invalidate([key]);
+    cache.finishRead(key, '{"user":{}}', ticket);
+    expect(cache.lookup(key)).toBeUndefined();
+    // A read that started after the invalidation is kept.
+    const later = cache.beginRead();
+    cache.finishRead(key, '{"user":{}}', later);
+    expect(cache.lookup(key)).toBe('{"user":{}}');
+  });
+
+  it('does not keep a read that started before a flush', () => {
+    const key = `${prefix}sess:flushed`;
+    const ticket = cache.beginRead();
+    cache.flush('test');
+    cache.finishRead(key, '{}', ticket);
+    expect(cache.lookup(key)).toBeUndefined();
+  });
+
+  it('forgets an entry older than maxAgeSeconds', async () => {
+    await cache.close();
+    cache = new SessionCache(client, `${prefix}sess:`, { maxEntries: 100, maxAgeSeconds: 0.05 });
+    await until(() => cache.ready, 10_000, 'the cache tracking');
+    const key = `${prefix}sess:aged`;
+    cache.finishRead(key, '{}', cache.beginRead());
+    expect(cache.lookup(key)).toBe('{}');
+    await new Promise((resolve) => setTimeout(resolve, 80));
+    expect(cache.lookup(key)).toBeUndefined();
+  });
+
+  it('caches nothing before its invalidation connection is tracking', async () => {
+    await cache.close();
+    cache = new SessionCache(client, `${prefix}sess:`, { maxEntries: 100, maxAgeSeconds: 600 });
+    const key = `${prefix}sess:early`;
+    const ticket = cache.beginRead();
+    expect(cache.ready).toBe(false);
+    cache.finishRead(key, '{}', ticket);
+    await until(() => cache.ready, 10_000, 'the cache tracking');
+    expect(cache.lookup(key)).toBeUndefined();
+  });
+
+  it('evicts a key written by any connection', async () => {
+    const key = `${prefix}sess:written`;
+    cache.finishRead(key, '{}', cache.beginRead());
+    await client.set(key, '{"changed":true}', 'PX', 5000);
+    await until(() => cache.lookup(key) === undefined, 5_000, 'the eviction');
+  });
+});
+
+describe('ssoSession cache option', () => {
+  it('is refused with a store that sends no invalidations', () => {
+    expect(() =>
+      ssoSession({
+        store: new MemoryStore(),
+        cookieDomain: 'example.test',
+        secret: TEST_SECRET,
+        loginUrl: 'https://auth.example.test/login',
+        cache: {},
+      }),
+    ).toThrow(/cache needs Redis/);
+  });
+
+  it('names a bad maxEntries', () => {
+    expect(() =>
+      ssoSession({
+        redis: REDIS_URL,
+        cookieDomain: 'example.test',
+        secret: TEST_SECRET,
+        loginUrl: 'https://auth.example.test/login',
+        cache: { maxEntries: 0 },
+      }),
+    ).toThrow(/cache.*maxEntries/);
+  });
+});
