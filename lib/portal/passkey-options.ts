@@ -1,4 +1,6 @@
+import { PasskeyCeremonies } from '../credentials/passkey-ceremonies';
 import { PASSKEY_RECORDS_OPTION, type PasskeyRecords } from '../credentials/passkey-records';
+import type { KeyValueStore } from '../store/port';
 import { validateCookieDomain } from '../session/cookie-domain';
 import { checkOptions, within, type OptionSchema } from '../util/options';
 import type { ThrottleLimit } from './login-throttle-options';
@@ -27,6 +29,8 @@ export interface PasskeySettings {
   recentLoginSeconds: number;
   challengeTimeoutSeconds: number;
   throttle: ThrottleLimit;
+  /** The ceremonies for a parent domain (the session cookie's, unless `rpId` is set), built once per domain. */
+  ceremonies(cookieDomain: string): PasskeyCeremonies;
 }
 
 const SECONDS = (min: number, max: number) =>
@@ -49,16 +53,29 @@ const SCHEMA: OptionSchema = {
  * Checks the portal's `passkeys` option by the kit's one options rule and applies the defaults.
  *
  * @example
- * const passkeys = resolvePasskeyOptions({ credentials: new KeyValueCredentialStore(store) });
+ * const passkeys = resolvePasskeyOptions({ credentials: new KeyValueCredentialStore(store) }, store);
  */
-export function resolvePasskeyOptions(options: PortalPasskeyOptions): PasskeySettings {
+export function resolvePasskeyOptions(options: PortalPasskeyOptions, store: KeyValueStore): PasskeySettings {
   checkOptions('loginPortal passkeys', options, SCHEMA);
+  const rpId = options.rpId === undefined ? undefined : validateCookieDomain(options.rpId, 'loginPortal: passkeys.rpId');
+  const challengeTimeoutSeconds = options.challengeTimeoutSeconds ?? 300;
+  const byDomain = new Map<string, PasskeyCeremonies>();
   return {
     credentials: options.credentials,
-    rpId: options.rpId === undefined ? undefined : validateCookieDomain(options.rpId, 'loginPortal: passkeys.rpId'),
+    rpId,
     rpName: options.rpName,
     recentLoginSeconds: options.recentLoginSeconds ?? 600,
-    challengeTimeoutSeconds: options.challengeTimeoutSeconds ?? 300,
+    challengeTimeoutSeconds,
     throttle: { failures: options.throttle?.failures ?? 10, windowSeconds: options.throttle?.windowSeconds ?? 900 },
+    ceremonies(cookieDomain) {
+      const domain = rpId ?? cookieDomain;
+      let found = byDomain.get(domain);
+      if (found === undefined) {
+        const rpName = options.rpName ?? domain;
+        found = new PasskeyCeremonies({ store, passkeys: options.credentials, rpId: domain, rpName, challengeTimeoutSeconds });
+        byDomain.set(domain, found);
+      }
+      return found;
+    },
   };
 }

@@ -96,8 +96,8 @@ export function renderPasskeysPage(model: PasskeysPageModel): string {
 }
 
 /**
- * The passkey behaviour of the login and passkeys pages: sign in with a passkey (a button, and the browser's
- * autofill where it offers passkeys in the username field), and add a passkey. Posts JSON to the portal's own
+ * The passkey behaviour of the login, passkeys and step-up pages: sign in with a passkey (a button, and the browser's
+ * autofill where it offers passkeys in the username field), add a passkey, and sign the step-up page's challenge. Posts JSON to the portal's own
  * routes, reads problem+json `detail` for messages, and never handles a secret: the private key stays in the
  * authenticator.
  */
@@ -132,6 +132,17 @@ const PASSKEY_PAGE_JS = `(function () {
       button.hidden = false;
       button.addEventListener('click', function () { signIn(main, false).catch(show); });
       lib.browserSupportsWebAuthnAutofill().then(function (autofill) { if (autofill) signIn(main, true).catch(show); });
+    }
+    var stepUp = document.querySelector('input[data-passkey-step-up]');
+    if (stepUp && stepUp.form) {
+      stepUp.form.addEventListener('submit', function (event) {
+        if (stepUp.value) return;
+        event.preventDefault();
+        var form = stepUp.form;
+        post(stepUp.getAttribute('data-passkey-step-up')).then(function (options) {
+          return lib.startAuthentication({ optionsJSON: options });
+        }).then(function (response) { stepUp.value = JSON.stringify(response); form.submit(); }).catch(show);
+      });
     }
     var add = document.getElementById('passkey-add');
     if (add && main.dataset.passkeyRegister) {

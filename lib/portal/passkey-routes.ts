@@ -1,5 +1,5 @@
 import express, { Router, type NextFunction, type Request, type Response } from 'express';
-import { PasskeyCeremonies, PasskeyVerificationError, type PasskeyAssertion } from '../credentials/passkey-ceremonies';
+import { PasskeyVerificationError, type PasskeyAssertion } from '../credentials/passkey-ceremonies';
 import { BadRequestError, ConflictError, ForbiddenError, TooManyRequestsError, UnauthorizedError } from '../http/errors';
 import { authenticationOf } from '../session/authentication';
 import { establishLogin } from '../session/establish-login';
@@ -46,34 +46,19 @@ function refusedProblem(error: unknown): unknown {
  * The portal's passkey routes (`loginPortal({ passkeys })` mounts them): `GET /passkeys` (the user's passkeys),
  * `POST /passkeys/registration/options` and `POST /passkeys/registration` (add one, after a recent login),
  * `POST /passkeys/rename` and `POST /passkeys/remove` (forms), `POST /passkeys/sign-in/options` and
- * `POST /passkeys/sign-in` (passwordless, throttled per network), and the page script. Every POST is same-origin only.
+ * `POST /passkeys/sign-in` (passwordless, throttled per network), `POST /passkeys/step-up/options` (the signed-in
+ * user's passkeys, for the step-up page) and the page script. Every POST is same-origin only.
  *
  * @example
- * router.use(passkeyRoutes(portalSettings, resolvePasskeyOptions({ credentials: new KeyValueCredentialStore(store) })));
+ * router.use(passkeyRoutes(portalSettings, resolvePasskeyOptions({ credentials: new KeyValueCredentialStore(store) }, store)));
  */
 export function passkeyRoutes(portal: PortalSettings, settings: PasskeySettings): Router {
   const router = Router();
   const json = express.json({ limit: '32kb', strict: true });
   const form = express.urlencoded({ extended: false, limit: '4kb', parameterLimit: 4 });
   const throttle = new PasskeyThrottle(portal.store, settings.throttle);
-  const ceremoniesByDomain = new Map<string, PasskeyCeremonies>();
   const { assetsPath, allowedOrigins } = portal;
-
-  function ceremonies(req: Request): PasskeyCeremonies {
-    const rpId = settings.rpId ?? ssoContext(req).cookie.domain;
-    let found = ceremoniesByDomain.get(rpId);
-    if (found === undefined) {
-      found = new PasskeyCeremonies({
-        store: portal.store,
-        passkeys: settings.credentials,
-        rpId,
-        rpName: settings.rpName ?? rpId,
-        challengeTimeoutSeconds: settings.challengeTimeoutSeconds,
-      });
-      ceremoniesByDomain.set(rpId, found);
-    }
-    return found;
-  }
+  const ceremonies = (req: Request) => settings.ceremonies(ssoContext(req).cookie.domain);
 
   /** The signed-in directory user; passkeys belong to the portal's own users, whom it can look up again. */
   function directoryUser(req: Request): SessionUser {
@@ -189,6 +174,17 @@ export function passkeyRoutes(portal: PortalSettings, settings: PasskeySettings)
       if (!credential || credential.length > 1024) throw new BadRequestError({ detail: 'Name the passkey to remove.' });
       const removed = await settings.credentials.removePasskey(user.id, credential);
       res.redirect(303, `${req.baseUrl}/passkeys${removed ? '?removed=1' : ''}`);
+    }),
+  );
+
+  router.post(
+    '/passkeys/step-up/options',
+    guarded(async function stepUpOptions(req: Request, res: Response) {
+      requireSameOrigin(req, allowedOrigins);
+      // A second factor for the signed-in user: only that user's passkeys are offered, and only they verify.
+      if (!req.user) throw new UnauthorizedError({ code: 'session_required', detail: 'Sign in first.' });
+      res.setHeader('Cache-Control', 'no-store');
+      res.json(await ceremonies(req).authenticationOptions(req.user.id));
     }),
   );
 

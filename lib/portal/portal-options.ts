@@ -3,6 +3,7 @@ import { compileAllowedOrigins } from '../session/csrf-guard';
 import type { KeyValueStore } from '../store/port';
 import { checkOptions, KIT_STORE_OPTION, OptionsError, type OptionSchema } from '../util/options';
 import { resolveThrottleOptions, type LoginThrottleOptions } from './login-throttle-options';
+import { passkeyFactor } from './passkey-factor';
 import { resolvePasskeyOptions, type PasskeySettings, type PortalPasskeyOptions } from './passkey-options';
 import type { LoginLink } from './portal-pages';
 import type { UserDirectory } from './user-directory';
@@ -116,6 +117,12 @@ export function resolvePortalOptions(options: LoginPortalOptions): PortalSetting
     if (problem !== undefined) throw new OptionsError(`loginPortal: providers[${i}] ${problem}`);
   });
   const throttle = options.throttle ?? {};
+  const passkeys = options.passkeys === undefined ? undefined : resolvePasskeyOptions(options.passkeys, options.store);
+  // With both, a passkey is one more way through the step-up page (a copy of the options: the caller's stay as given).
+  const twoFactor =
+    options.twoFactor === undefined || passkeys === undefined
+      ? options.twoFactor
+      : { ...options.twoFactor, methods: [...(options.twoFactor.methods ?? []), passkeyFactor(passkeys)] };
   resolveThrottleOptions('loginPortal throttle', throttle);
   let allowedOrigins: ReadonlySet<string>;
   try {
@@ -134,7 +141,7 @@ export function resolvePortalOptions(options: LoginPortalOptions): PortalSetting
     providerLinks: (options.providers ?? []).map(link),
     allowedOrigins,
     assetsPath: options.assetsPath ?? '/portal-assets',
-    passkeys: options.passkeys === undefined ? undefined : resolvePasskeyOptions(options.passkeys),
-    twoFactor: options.twoFactor === undefined ? undefined : resolveTwoFactor(options.twoFactor, options.store, throttle),
+    passkeys,
+    twoFactor: twoFactor === undefined ? undefined : resolveTwoFactor(twoFactor, options.store, throttle),
   };
 }

@@ -22,8 +22,11 @@ export interface SecondFactor {
   isAvailable(userId: string): Promise<boolean>;
   /** The method's own fields inside the step-up form (already escaped HTML), e.g. a one-time code input. */
   renderFields(): string;
-  /** Checks what the form sent; true when the factor is proven. Counted by the factor throttle before it runs. */
-  verify(userId: string, form: Record<string, unknown>, req: Request): Promise<boolean>;
+  /**
+   * Checks what the form sent; true when the factor is proven, or the proof's own method references when they
+   * depend on what was presented (a passkey is `hwk` or `swk`). Counted by the factor throttle before it runs.
+   */
+  verify(userId: string, form: Record<string, unknown>, req: Request): Promise<boolean | { amr: readonly string[] }>;
 }
 
 function codeInput(id: string, label: string, pattern: string, autocomplete: string): string {
