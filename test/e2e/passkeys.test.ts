@@ -96,20 +96,22 @@ describe('passkeys in the browser', () => {
     // Discoverable, for the parent domain: one passkey for every site of the domain.
     expect(credentials[0]).toMatchObject({ isResidentCredential: true, rpId: t.domain });
 
+    // Conditional UI: the login page that signing out lands on asks for a passkey through the username field's
+    // autofill as it loads; the virtual authenticator answers at once, as a user picking the passkey from the
+    // autofill list would, and the browser leaves the login page signed in.
     await signOut(page);
-    // Conditional UI: the login page asks for a passkey through the username field's autofill as it loads; the
-    // virtual authenticator answers it at once, as a user picking the passkey from the autofill list would.
+    await page.waitForURL((url) => url.pathname !== '/login');
     await page.goto(t.url('admin'));
-    await page.waitForURL(t.url('admin'));
     await expect(page.locator('#reports').textContent()).resolves.toContain('3 orders today');
     const me = await page.evaluate(async () => (await fetch('/me')).json());
     expect(me).toMatchObject({ id: 'directory:demo|alice', method: 'passkey' });
     const after = await authenticator.cdp.send('WebAuthn.getCredentials', { authenticatorId: authenticator.authenticatorId });
     expect(after.credentials[0]?.signCount).toBeGreaterThan(0);
 
-    // A browser without passkey autofill: the button signs in.
-    await signOut(page);
+    // A browser without passkey autofill: the button signs in. (Turned off before signing out, or the login page
+    // that logout lands on would sign straight back in through autofill.)
     await withoutAutofill(page);
+    await signOut(page);
     await page.goto(t.url('admin'));
     await page.waitForURL((url) => url.hostname === `auth.${t.domain}`);
     await expect(page.locator('#username').getAttribute('autocomplete')).resolves.toBe('username webauthn');
@@ -141,6 +143,23 @@ describe('passkeys in the browser', () => {
       return { status: res.status, body: (await res.json()) as { code?: string } };
     }, posted!);
     expect(replay).toEqual({ status: 401, body: expect.objectContaining({ code: 'passkey_refused' }) });
+    await context.close();
+  });
+
+  it('steps up to phishing-resistant with the passkey on the step-up page, and comes back', async () => {
+    const { context, page } = await newPage();
+    await addVirtualAuthenticator(page);
+    await withoutAutofill(page);
+    await passwordLogin(page, 'bob', t.url('auth', '/passkeys'));
+    await addPasskey(page, 'Step-up key');
+    const stepUp = `${t.url('auth', '/step-up')}?acr=phr&return_to=${encodeURIComponent(t.url('shop'))}`;
+    await page.goto(stepUp);
+    const passkey = page.locator('form[data-method="passkey"]');
+    await Promise.all([page.waitForURL(t.url('shop')), passkey.getByRole('button', { name: 'Continue' }).click()]);
+    // The session now meets the requirement: the step-up page sends the browser straight back.
+    await page.goto(stepUp);
+    await page.waitForURL(t.url('shop'));
+    expect(cspViolations).toEqual([]);
     await context.close();
   });
 
