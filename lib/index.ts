@@ -321,16 +321,10 @@ export type {
   ProviderSessions,
 } from './provider';
 
-// Passkeys (WebAuthn): the ceremonies, free of Express, and passkey records on the kit store.
-export {
-  PasskeyCeremonies,
-  PasskeyVerificationError,
-  passkeyMethods,
-  passkeyOriginAllowed,
-  passkeyRecords,
-  passkeyUserHandle,
-} from './credentials';
+// Passkeys (WebAuthn): the ceremonies, free of Express, over any CredentialStore.
+export { PasskeyCeremonies, PasskeyVerificationError, passkeyMethods, passkeyOriginAllowed, passkeyUserHandle } from './credentials';
 export type { PasskeyAssertion, PasskeyCeremonyOptions, PasskeyRecords, PasskeyRefusal, PasskeyUser } from './credentials';
+export type { PortalPasskeyOptions } from './portal';
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace

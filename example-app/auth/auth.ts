@@ -1,8 +1,9 @@
 /**
  * The auth site: the central login page of the domain. Users sign in here once, with a password, through the
  * corporate identity provider (OpenID Connect), or by scanning a QR code with a phone that is already signed in
- * (this site is also the QR provider); every other site of the domain then sees the login in the shared session.
- * Apps on other domains sign in through this site as an OpenID Provider, with the same session.
+ * (this site is also the QR provider), or with a passkey added at /passkeys; every other site of the domain then
+ * sees the login in the shared session. Apps on other domains sign in through this site as an OpenID Provider, with
+ * the same session.
  */
 import express, { type Express, type Request, type Response } from 'express';
 import {
@@ -96,6 +97,8 @@ export function createAuth(config: DemoConfig, store: KeyValueStore): Express {
   );
   // QR login's URLs must be https, or http on a loopback name (the default sso.localhost); elsewhere it stays off.
   const qr = config.qrLogin ? mountQrLogin(app, config, store, keys) : undefined;
+  // One store of second factors: TOTP, recovery codes and passkeys.
+  const credentials = new KeyValueCredentialStore(store);
   app.use(
     loginPortal({
       users: demoDirectory(),
@@ -105,10 +108,13 @@ export function createAuth(config: DemoConfig, store: KeyValueStore): Express {
       providers: [{ href: '/login/demo-idp', label: 'Sign in with the Demo IdP' }],
       // Authenticator apps and recovery codes (/two-factor), and the step-up page routes needing two factors use.
       twoFactor: {
-        credentials: new KeyValueCredentialStore(store),
+        credentials,
         sealingKey: secretFor(config, 'totp-sealing'),
         issuer: 'SSO Demo',
       },
+      // Passkeys for the demo users: add one at /passkeys after signing in, then sign in with it alone. The parent
+      // domain is the relying party, so the passkey works from every site of the demo.
+      passkeys: { credentials, rpName: 'SSO Demo' },
     }),
   );
   app.get('/', function portalHome(req: Request, res: Response) {

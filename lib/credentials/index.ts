@@ -9,7 +9,7 @@ export {
   type PgQueryResult,
 } from './postgres-credential-store';
 export { createSecretSealer, SealedSecretError, type SecretSealer, type SecretSealerOptions } from './secret-sealer';
-export { passkeyRecords, type PasskeyRecords } from './passkey-records';
+export type { PasskeyRecords } from './passkey-records';
 export { PasskeyCeremonies, PasskeyVerificationError, passkeyMethods, passkeyUserHandle } from './passkey-ceremonies';
 export type { PasskeyAssertion, PasskeyCeremonyOptions, PasskeyRefusal, PasskeyUser } from './passkey-ceremonies';
 export { passkeyOriginAllowed } from './passkey-origin';

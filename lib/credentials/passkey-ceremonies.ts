@@ -15,7 +15,7 @@ import { debugChannel } from '../util/debug';
 import { checkOptions, KIT_STORE_OPTION, type OptionSchema } from '../util/options';
 import type { StoredPasskey } from './credential-store';
 import { passkeyOriginAllowed } from './passkey-origin';
-import type { PasskeyRecords } from './passkey-records';
+import { PASSKEY_RECORDS_OPTION, type PasskeyRecords } from './passkey-records';
 
 export type { PublicKeyCredentialCreationOptionsJSON, PublicKeyCredentialRequestOptionsJSON };
 
@@ -23,7 +23,7 @@ export type { PublicKeyCredentialCreationOptionsJSON, PublicKeyCredentialRequest
 export interface PasskeyCeremonyOptions {
   /** The kit store; challenges live there, single-use, until they expire. */
   store: KeyValueStore;
-  /** Where passkeys are kept: a `CredentialStore`, or `passkeyRecords(store)`. */
+  /** Where passkeys are kept: a `CredentialStore` (`KeyValueCredentialStore` or `PostgresCredentialStore`). */
   passkeys: PasskeyRecords;
   /**
    * The relying-party id: your parent domain (the session cookie's domain), so one passkey serves every subdomain.
@@ -83,15 +83,7 @@ const challengeKey = (challenge: string): string => `passkey-challenge:{${challe
 
 const SCHEMA: OptionSchema = {
   store: KIT_STORE_OPTION,
-  passkeys: {
-    type: 'object',
-    required: true,
-    expected: 'a CredentialStore or passkeyRecords(store)',
-    check: (records: Partial<PasskeyRecords>) =>
-      typeof records.findPasskey === 'function' && typeof records.recordPasskeyUse === 'function'
-        ? undefined
-        : 'must be a CredentialStore or passkeyRecords(store)',
-  },
+  passkeys: PASSKEY_RECORDS_OPTION,
   rpId: { type: 'string', required: true, expected: 'your parent domain, e.g. "example.com"' },
   rpName: { type: 'string', required: true, check: (name: string) => (name.trim() === '' ? 'must not be empty' : undefined) },
   challengeTimeoutSeconds: {
@@ -159,7 +151,7 @@ function clientDataOf(
  * forward, and record the new counter and backup state with a compare-and-set.
  *
  * @example
- * const ceremonies = new PasskeyCeremonies({ store, passkeys: passkeyRecords(store), rpId: 'example.com', rpName: 'Example' });
+ * const ceremonies = new PasskeyCeremonies({ store, passkeys: new KeyValueCredentialStore(store), rpId: 'example.com', rpName: 'Example' });
  * const options = await ceremonies.authenticationOptions();
  * // … the browser calls navigator.credentials.get(options) …
  * const { passkey, amr } = await ceremonies.verifyAuthentication(response);

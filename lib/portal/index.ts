@@ -1,5 +1,6 @@
 export { loginPortal } from './login-portal';
 export { type LoginPortalOptions, type PortalLoginLink } from './portal-options';
+export { type PortalPasskeyOptions } from './passkey-options';
 export { type PortalTwoFactorOptions } from './two-factor-options';
 export { totpFactor, recoveryCodeFactor, type SecondFactor } from './second-factor';
 export {

@@ -80,6 +80,9 @@ export function sendLoginPage(settings: PortalSettings, req: Request, res: Respo
       ...(page.username ? { username: page.username } : {}),
       ...(settings.qrLink ? { qrLink: { label: settings.qrLink.label, href: withReturnTo(settings.qrLink.href, page.returnTo) } } : {}),
       providerLinks: settings.providerLinks.map((link) => ({ label: link.label, href: withReturnTo(link.href, page.returnTo) })),
+      ...(settings.passkeys
+        ? { passkeys: { optionsUrl: `${req.baseUrl}/passkeys/sign-in/options`, signInUrl: `${req.baseUrl}/passkeys/sign-in` } }
+        : {}),
     }),
   );
 }

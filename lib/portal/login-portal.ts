@@ -10,6 +10,7 @@ import { resolvePortalOptions, type LoginPortalOptions } from './portal-options'
 import { sendKitStylesheet } from '../http/pages/kit-stylesheet';
 import { PORTAL_JS, renderSessionsPage } from './portal-pages';
 import { oneString, requireSameOrigin, safeReturnTo, ssoContext } from './portal-request';
+import { passkeyRoutes } from './passkey-routes';
 import { mountStepUp } from './step-up-routes';
 import { mountTwoFactorSettings } from './two-factor-routes';
 
@@ -56,6 +57,7 @@ export function loginPortal(options: LoginPortalOptions): Router {
   });
 
   router.post('/login', parseForm, guarded(passwordLogin(settings, throttle)));
+  if (settings.passkeys) router.use(passkeyRoutes(settings, settings.passkeys));
 
   if (settings.twoFactor !== undefined) {
     mountStepUp(router, settings, settings.twoFactor, parseForm);
@@ -87,6 +89,7 @@ export function loginPortal(options: LoginPortalOptions): Router {
           userName: req.user.name,
           revokeAction: `${req.baseUrl}/sessions/revocations`,
           logoutAction: `${req.baseUrl}/logout`,
+          ...(settings.passkeys ? { passkeysUrl: `${req.baseUrl}/passkeys` } : {}),
           ...(req.query.revoked === '1' ? { notice: 'The session was signed out.' } : {}),
           sessions: sessions.map((s) => ({
             handle: s.id,

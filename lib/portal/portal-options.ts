@@ -3,6 +3,8 @@ import { compileAllowedOrigins } from '../session/csrf-guard';
 import type { KeyValueStore } from '../store/port';
 import { checkOptions, KIT_STORE_OPTION, OptionsError, type OptionSchema } from '../util/options';
 import { resolveThrottleOptions, type LoginThrottleOptions } from './login-throttle-options';
+import { passkeyFactor } from './passkey-factor';
+import { resolvePasskeyOptions, type PasskeySettings, type PortalPasskeyOptions } from './passkey-options';
 import type { LoginLink } from './portal-pages';
 import type { UserDirectory } from './user-directory';
 import { resolveTwoFactor, type PortalTwoFactorOptions, type TwoFactorSettings } from './two-factor-options';
@@ -36,6 +38,12 @@ export interface LoginPortalOptions {
   /** Where the router serves its CSS and JS. Default `/portal-assets`. */
   assetsPath?: string;
   /**
+   * Passkeys: sign in without a password, and `GET /passkeys` where users add (after a recent login), rename and
+   * remove theirs. `{ credentials }` is where they are kept (a `CredentialStore` such as `new KeyValueCredentialStore(store)`).
+   * Default none.
+   */
+  passkeys?: PortalPasskeyOptions;
+  /**
    * Second factors: an authenticator app (TOTP) and recovery codes, the step-up page (`/step-up`) that routes with
    * `requireSession({ acr: '2fa' })` send users to, and the settings page `/two-factor`. Default: none.
    */
@@ -53,6 +61,7 @@ export interface PortalSettings {
   providerLinks: LoginLink[];
   allowedOrigins: ReadonlySet<string>;
   assetsPath: string;
+  passkeys: PasskeySettings | undefined;
   twoFactor: TwoFactorSettings | undefined;
 }
 
@@ -87,6 +96,7 @@ const SCHEMA: OptionSchema = {
     check: (path: string) =>
       /^\/[A-Za-z0-9/_-]*[A-Za-z0-9_-]$/.test(path) ? undefined : `must be a path like "/portal-assets", got "${path}"`,
   },
+  passkeys: { type: 'object', expected: '{ credentials } (a CredentialStore such as new KeyValueCredentialStore(store))' },
   twoFactor: { type: 'object', expected: '{ credentials, sealingKey, issuer }' },
 };
 
@@ -107,6 +117,12 @@ export function resolvePortalOptions(options: LoginPortalOptions): PortalSetting
     if (problem !== undefined) throw new OptionsError(`loginPortal: providers[${i}] ${problem}`);
   });
   const throttle = options.throttle ?? {};
+  const passkeys = options.passkeys === undefined ? undefined : resolvePasskeyOptions(options.passkeys, options.store);
+  // With both, a passkey is one more way through the step-up page (a copy of the options: the caller's stay as given).
+  const twoFactor =
+    options.twoFactor === undefined || passkeys === undefined
+      ? options.twoFactor
+      : { ...options.twoFactor, methods: [...(options.twoFactor.methods ?? []), passkeyFactor(passkeys)] };
   resolveThrottleOptions('loginPortal throttle', throttle);
   let allowedOrigins: ReadonlySet<string>;
   try {
@@ -125,6 +141,7 @@ export function resolvePortalOptions(options: LoginPortalOptions): PortalSetting
     providerLinks: (options.providers ?? []).map(link),
     allowedOrigins,
     assetsPath: options.assetsPath ?? '/portal-assets',
-    twoFactor: options.twoFactor === undefined ? undefined : resolveTwoFactor(options.twoFactor, options.store, throttle),
+    passkeys,
+    twoFactor: twoFactor === undefined ? undefined : resolveTwoFactor(twoFactor, options.store, throttle),
   };
 }

@@ -30,6 +30,8 @@ export interface LoginPageModel {
   error?: string;
   qrLink?: LoginLink;
   providerLinks: LoginLink[];
+  /** Passkey sign-in: where the page script gets options and posts the assertion. None: no passkey sign-in. */
+  passkeys?: { optionsUrl: string; signInUrl: string };
 }
 
 function assets(assetsPath: string): { stylesheetUrl: string; scriptUrl: string } {
@@ -48,18 +50,33 @@ export function renderLoginPage(model: LoginPageModel): string {
   const alert = model.error ? `<p class="alert" role="alert" id="login-error">${escapeHtml(model.error)}</p>` : '';
   const links = [...(model.qrLink ? [model.qrLink] : []), ...model.providerLinks];
   const others = links.map((link) => `<li><a class="button secondary" href="${escapeHtml(link.href)}">${escapeHtml(link.label)}</a></li>`);
-  const alternatives = others.length
-    ? `<section aria-labelledby="other-ways"><h2 id="other-ways" class="divider">Other ways to sign in</h2><ul class="alternatives">${others.join('')}</ul></section>`
+  const passkey = model.passkeys
+    ? '<p class="alert" role="alert" id="passkey-status" hidden></p>' +
+      '<button type="button" id="passkey-sign-in" class="block secondary" hidden>Sign in with a passkey</button>'
     : '';
+  const alternatives =
+    others.length || passkey
+      ? `<section aria-labelledby="other-ways"><h2 id="other-ways" class="divider">Other ways to sign in</h2>${passkey}${others.length ? `<ul class="alternatives">${others.join('')}</ul>` : ''}</section>`
+      : '';
+  // With passkeys the username field also offers the browser's saved passkeys (conditional UI, "autofill").
+  const usernameAutocomplete = model.passkeys ? 'username webauthn' : 'username';
   return renderPage({
     title: model.title,
     ...assets(model.assetsPath),
+    ...(model.passkeys
+      ? {
+          scriptUrl: `${model.assetsPath}/passkeys.js`,
+          mainAttributes:
+            `data-passkey-options="${escapeHtml(model.passkeys.optionsUrl)}" data-passkey-sign-in="${escapeHtml(model.passkeys.signInUrl)}" ` +
+            `data-return-to="${escapeHtml(model.returnTo)}"`,
+        }
+      : {}),
     body:
       `<h1>${escapeHtml(model.title)}</h1>${alert}` +
       `<form method="post" action="${escapeHtml(model.formAction)}" class="login-form">` +
       `<input type="hidden" name="return_to" value="${escapeHtml(model.returnTo)}">` +
       `<div class="field"><label for="username">Username</label>` +
-      `<input id="username" name="username" type="text" autocomplete="username" autocapitalize="none" spellcheck="false" required maxlength="256" value="${escapeHtml(model.username ?? '')}"${invalid}></div>` +
+      `<input id="username" name="username" type="text" autocomplete="${usernameAutocomplete}" autocapitalize="none" spellcheck="false" required maxlength="256" value="${escapeHtml(model.username ?? '')}"${invalid}></div>` +
       `<div class="field"><label for="password">Password</label>` +
       `<input id="password" name="password" type="password" autocomplete="current-password" required maxlength="1024"${invalid}></div>` +
       `<button type="submit" class="block">Sign in</button></form>${alternatives}`,
@@ -87,6 +104,8 @@ export interface SessionsPageModel {
   sessions: SessionRow[];
   revokeAction: string;
   logoutAction: string;
+  /** The passkeys page, linked when the portal offers passkeys. */
+  passkeysUrl?: string;
   notice?: string;
   /** The instant "last active" is counted from, epoch milliseconds. Default now. */
   now?: number;
@@ -97,6 +116,7 @@ const METHODS: Record<string, string> = {
   qr: 'signed in with a QR code',
   oidc: 'signed in through an identity provider',
   basic: 'signed in with Basic authentication',
+  passkey: 'signed in with a passkey',
 };
 
 function sessionItem(session: SessionRow, revokeAction: string, now: number): string {
@@ -138,6 +158,7 @@ export function renderSessionsPage(model: SessionsPageModel): string {
       `<h1>${escapeHtml(model.title)}</h1>${notice}` +
       `<p>Signed in as <strong>${escapeHtml(model.userName)}</strong>. Revoke any browser you do not recognise.</p>` +
       `<h2 id="browsers">Browsers where you are signed in</h2><ul class="sessions" aria-labelledby="browsers">${items}</ul>` +
+      (model.passkeysUrl ? `<p><a href="${escapeHtml(model.passkeysUrl)}">Your passkeys</a></p>` : '') +
       `<form method="post" action="${escapeHtml(model.logoutAction)}"><button type="submit" class="button secondary">Sign out of this browser</button></form>`,
   });
 }

@@ -27,8 +27,11 @@ export interface SecondFactor {
   renderFields(userId: string, req: Request): string | Promise<string>;
   /** Scripts of the portal's own origin the method needs on the step-up page (the strict CSP allows only those). */
   readonly scripts?: readonly string[];
-  /** Checks what the form sent; true when the factor is proven. Counted by the factor throttle before it runs. */
-  verify(userId: string, form: Record<string, unknown>, req: Request): Promise<boolean>;
+  /**
+   * Checks what the form sent; true when the factor is proven, or the proof's own method references when they
+   * depend on what was presented (a passkey is `hwk` or `swk`). Counted by the factor throttle before it runs.
+   */
+  verify(userId: string, form: Record<string, unknown>, req: Request): Promise<boolean | { amr: readonly string[] }>;
 }
 
 function codeInput(id: string, label: string, pattern: string, autocomplete: string): string {

@@ -206,13 +206,15 @@ export function mountStepUp(router: Router, settings: PortalSettings, twoFactor:
           return;
         }
       }
-      if (method !== undefined && !(await method.verify(user.id, body, req))) {
+      const proof = method === undefined ? true : await method.verify(user.id, body, req);
+      if (method !== undefined && !proof) {
         debug('refused a step-up: the %s factor did not verify', method.id);
         await show(req, res, 401, requirement, returnTo, password ? WRONG_PASSWORD : WRONG);
         return;
       }
       await twoFactor.throttle.recordSuccess(decision);
-      await raiseSessionAuthentication(req, [...(password ? ['pwd'] : []), ...(method ? [method.amr] : [])], now);
+      const methodAmr = method === undefined ? [] : typeof proof === 'object' ? proof.amr : [method.amr];
+      await raiseSessionAuthentication(req, [...(password ? ['pwd'] : []), ...methodAmr], now);
       res.setHeader('Cache-Control', 'no-store');
       res.redirect(303, returnTo || ssoContext(req).redirects.defaultUrl);
     }),

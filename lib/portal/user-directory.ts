@@ -13,6 +13,11 @@ export interface DirectoryUser {
   name: string;
   roles: string[];
   attributes?: Record<string, string | number | boolean | null>;
+  /**
+   * True for a disabled user, as `findById` reports it: sign-ins that check no password (passkeys) refuse them.
+   * `verifyPassword` never returns a disabled user.
+   */
+  disabled?: boolean;
 }
 
 /**
@@ -82,6 +87,7 @@ function toDirectoryUser(record: UserRecord): DirectoryUser {
     name: record.name,
     roles: [...record.roles],
     ...(record.attributes ? { attributes: { ...record.attributes } } : {}),
+    ...(record.disabled === true ? { disabled: true } : {}),
   };
 }
 

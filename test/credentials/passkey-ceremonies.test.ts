@@ -4,7 +4,8 @@ import {
   passkeyUserHandle,
   type PasskeyRefusal,
 } from '../../lib/credentials/passkey-ceremonies';
-import { passkeyRecords, type PasskeyRecords } from '../../lib/credentials/passkey-records';
+import { KeyValueCredentialStore } from '../../lib/credentials/kv-credential-store';
+import type { PasskeyRecords } from '../../lib/credentials/passkey-records';
 import type { RedisStore } from '../../lib/store';
 import { OptionsError } from '../../lib/util/options';
 import { testRedisStore } from '../helpers/redis';
@@ -34,7 +35,7 @@ describe('PasskeyCeremonies', () => {
   beforeEach(async () => {
     redis = await testRedisStore('passkeys');
     store = redis.store;
-    passkeys = passkeyRecords(store);
+    passkeys = new KeyValueCredentialStore(store);
     ceremonies = new PasskeyCeremonies({ store, passkeys, rpId: RP, rpName: 'Example' });
   });
   afterEach(() => redis.cleanup());

@@ -14,6 +14,7 @@ import {
   UnprocessableEntityError,
 } from '../../lib/http';
 import { oidc } from '../../lib/oidc';
+import { KeyValueCredentialStore } from '../../lib/credentials';
 import { fileUserDirectory, hashPassword, loginPortal } from '../../lib/portal';
 import { generateAppSecret, hashAppSecret, qrLogin, qrLoginProvider, qrTokenIssuer } from '../../lib/qr';
 import { createPolicy, requirePermission } from '../../lib/rbac';
@@ -201,6 +202,7 @@ export async function startKitApp(store: KeyValueStore): Promise<KitApp> {
       store,
       qrLogin: { href: '/login/qr', label: 'Scan a QR code' },
       providers: [{ href: '/login/corp', label: 'Corp' }],
+      passkeys: { credentials: new KeyValueCredentialStore(store) },
     }),
   );
   mounted('', [
@@ -210,6 +212,15 @@ export async function startKitApp(store: KeyValueStore): Promise<KitApp> {
     'POST /sessions/revocations',
     'GET /portal-assets/portal.css',
     'GET /portal-assets/portal.js',
+    'GET /portal-assets/passkeys.js',
+    'GET /passkeys',
+    'POST /passkeys/registration/options',
+    'POST /passkeys/registration',
+    'POST /passkeys/rename',
+    'POST /passkeys/remove',
+    'POST /passkeys/sign-in/options',
+    'POST /passkeys/sign-in',
+    'POST /passkeys/step-up/options',
   ]);
   authApp.use(corp);
   mounted('', ['GET /login/corp', 'GET /callback/corp', 'POST /logout/corp', 'POST /backchannel-logout/corp']);

@@ -165,6 +165,8 @@ describe('the error vocabulary', () => {
       'credentials/kv-credential-store.ts: the recovery codes kept changing',
       // oidc-provider's own outbound calls (back-channel logout): it reports the failed call, no user request sees it.
       'provider/backchannel-fetch.ts: refused to call',
+      // Not the kit's server code: the passkey page's browser script, which shows the message to the user.
+      'portal/passkey-pages.ts: The passkey could not be used',
     ];
     const bare = [...libCode()].flatMap(([file, code]) =>
       [...code.matchAll(/new (Error|TypeError|RangeError)\(/g)].map(

@@ -148,7 +148,11 @@ const factories: Record<string, Misspelling> = {
   openidProvider: { call: () => kit.openidProvider({ issuerr: ISSUER } as never), wrong: 'issuerr', meant: 'issuer' },
   accessPolicy: { call: () => kit.accessPolicy({ rule: [] } as never), wrong: 'rule', meant: 'rules' },
   createSecretSealer: { call: () => kit.createSecretSealer({ previousKey: [] } as never), wrong: 'previousKey', meant: 'previousKeys' },
-  PasskeyCeremonies: { call: () => new kit.PasskeyCeremonies({ passkey: {} } as never), wrong: 'passkey', meant: 'passkeys' },
+  PasskeyCeremonies: {
+    call: () => new kit.PasskeyCeremonies({ store, rpID: 'example.test' } as never),
+    wrong: 'rpID',
+    meant: 'rpId',
+  },
   PostgresCredentialStore: {
     call: () => new kit.PostgresCredentialStore({} as never, { schma: 'sso_credentials' } as never),
     wrong: 'schma',
@@ -195,7 +199,6 @@ const withoutOptions: Record<string, string> = {
   raiseSessionAuthentication: 'the request and the methods just proven',
   passkeyMethods: 'a stored passkey and whether the user was verified',
   passkeyOriginAllowed: 'an origin and the relying-party id',
-  passkeyRecords: 'the store',
   passkeyUserHandle: 'a user id',
   recoveryCodeFactor: 'a RecoveryCodes',
   totpFactor: 'a TotpAuthenticator',
