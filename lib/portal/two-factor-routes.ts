@@ -10,7 +10,7 @@ import { allowSameOriginReferrer } from './login-page';
 import type { PortalSettings } from './portal-options';
 import { oneString, requireSameOrigin, safeReturnTo, ssoContext } from './portal-request';
 import { tooManyAttempts } from './password-login';
-import { asyncRoute, hereUrl, portalUrl } from './step-up-routes';
+import { asyncRoute, hereUrl, portalUrl } from './step-up-request';
 import type { TwoFactorSettings } from './two-factor-options';
 import { renderRecoveryCodesPage, renderTotpEnrolmentPage, renderTwoFactorPage } from './two-factor-pages';
 
