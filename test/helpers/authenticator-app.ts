@@ -18,8 +18,8 @@ export function totpCodeAt(secret: string, offsetSteps = 0): string {
 
 /**
  * A user's authenticator app in a test: it remembers the last time step whose code it gave out, and the next code is
- * always of a later step, because the portal accepts each step once (a replay is refused). It never waits: the
- * portal accepts the next step's code too, and when that one is spent as well it waits for time to move on.
+ * always of a later step, because the portal accepts each step once (a replay is refused). The portal also accepts
+ * the next step's code, so two codes in one step need no wait; only a third waits for time to move on.
  */
 export class AuthenticatorApp {
   private lastStep = -Infinity;
