@@ -43,11 +43,16 @@ describe('the demo’s access policy', () => {
     expect(JSON.stringify(me.body)).not.toContain('Alice');
   });
 
-  it('sends a user without the admin role through the second factor before telling them admin is not for them', async () => {
+  it('sends a user without the admin role, and without a second factor, to enrol one before admin answers', async () => {
     const cookie = await portalLogin(auth, 'bob', 'bob-password');
     const res = await admin.get('/').set('Cookie', cookie).set('Accept', 'text/html');
     expect(res.status).toBe(302);
-    expect(new URL(res.headers.location!).pathname).toBe('/step-up');
+    const stepUp = new URL(res.headers.location!);
+    expect(stepUp.pathname).toBe('/step-up');
+    // bob has no second factor yet: the step-up page takes him to enrol one, not to a dead end.
+    const next = await auth.get(`${stepUp.pathname}${stepUp.search}`).set('Cookie', cookie).set('Accept', 'text/html');
+    expect(next.status).toBe(303);
+    expect(new URL(next.headers.location!, `http://${auth.host}`).pathname).toBe('/two-factor/totp');
   });
 
   it('keeps the health check and the sign-out of admin open without a second factor', async () => {
