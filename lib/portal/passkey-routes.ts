@@ -57,6 +57,9 @@ export function passkeyRoutes(portal: PortalSettings, settings: PasskeySettings)
   const json = express.json({ limit: '32kb', strict: true });
   const form = express.urlencoded({ extended: false, limit: '4kb', parameterLimit: 4 });
   const throttle = new PasskeyThrottle(portal.store, settings.throttle);
+  // Counts every challenge asked for (none is "taken back"): a plain rate per network.
+  const challengeRate = new PasskeyThrottle(portal.store, { failures: settings.challengesPerMinute, windowSeconds: 60 });
+  const network = (req: Request) => clientNetwork(req.ip ?? req.socket.remoteAddress ?? '');
   const { assetsPath, allowedOrigins } = portal;
   const ceremonies = (req: Request) => settings.ceremonies(ssoContext(req).cookie.domain);
 
@@ -192,6 +195,8 @@ export function passkeyRoutes(portal: PortalSettings, settings: PasskeySettings)
     '/passkeys/sign-in/options',
     guarded(async function signInOptions(req: Request, res: Response) {
       requireSameOrigin(req, allowedOrigins);
+      const rate = await challengeRate.attempt([`challenges:${network(req)}`]);
+      if (!rate.allowed) throw new TooManyRequestsError(rate.retryAfterSeconds, { detail: 'Too many passkey requests. Try again later.' });
       res.setHeader('Cache-Control', 'no-store');
       res.json(await ceremonies(req).authenticationOptions());
     }),
@@ -204,7 +209,7 @@ export function passkeyRoutes(portal: PortalSettings, settings: PasskeySettings)
       requireSameOrigin(req, allowedOrigins);
       const body = (req.body ?? {}) as Record<string, unknown>;
       const returnTo = safeReturnTo(req, body.return_to);
-      const attempt = await throttle.attempt([`network:${clientNetwork(req.ip ?? req.socket.remoteAddress ?? '')}`]);
+      const attempt = await throttle.attempt([`network:${network(req)}`]);
       if (!attempt.allowed) {
         throw new TooManyRequestsError(attempt.retryAfterSeconds, { detail: 'Too many failed passkey attempts. Try again later.' });
       }

@@ -241,6 +241,15 @@ describe('loginPortal passkeys', () => {
     expect(other.status).toBe(200);
   });
 
+  it('limits the sign-in challenges one network may ask for, so nobody can fill the store with them', async () => {
+    app = buildApp(redis.store, credentials, { challengesPerMinute: 3 });
+    for (let i = 0; i < 3; i += 1) expect((await fromPortal(request(app).post('/passkeys/sign-in/options'))).status).toBe(200);
+    const refused = await fromPortal(request(app).post('/passkeys/sign-in/options'));
+    expectProblem(refused, 429, 'too_many_requests');
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+    expect((await fromPortal(request(app).post('/passkeys/sign-in/options'), undefined, AUTH_ORIGIN, '198.51.100.7')).status).toBe(200);
+  });
+
   it('answers malformed input with 400 and changes nothing', async () => {
     const cookie = await passwordLogin('alice');
     expectProblem(await fromPortal(request(app).post('/passkeys/sign-in')).send({ response: 'nope' }), 400, 'invalid_passkey_response');
