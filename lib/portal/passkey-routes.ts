@@ -1,23 +1,16 @@
-import express, { Router, type NextFunction, type Request, type Response } from 'express';
-import { PasskeyVerificationError, type PasskeyAssertion } from '../credentials/passkey-ceremonies';
-import { BadRequestError, ConflictError, ForbiddenError, TooManyRequestsError, UnauthorizedError } from '../http/errors';
+import express, { Router, type Request, type Response } from 'express';
+import { BadRequestError, ForbiddenError, UnauthorizedError } from '../http/errors';
 import { authenticationOf } from '../session/authentication';
-import { establishLogin } from '../session/establish-login';
-import { parseIdentityId } from '../session/identity';
 import type { SessionUser } from '../session/types';
 import { guarded } from '../http/handlers';
-import { debugChannel } from '../util/debug';
 import { requestOrigin } from '../util/request-origin';
-import { clientNetwork } from './client-network';
 import { allowSameOriginReferrer } from './login-page';
 import type { PasskeySettings } from './passkey-options';
 import { passkeyScript, renderPasskeysPage } from './passkey-pages';
-import { PasskeyThrottle } from './passkey-throttle';
+import { mountPasskeySignIn, refusedProblem } from './passkey-sign-in-routes';
 import type { PortalSettings } from './portal-options';
-import { oneString, requireSameOrigin, safeReturnTo, ssoContext } from './portal-request';
+import { oneString, requireSameOrigin, ssoContext } from './portal-request';
 
-const debug = debugChannel('portal');
-const REFUSED = 'This passkey could not sign you in.';
 const NOTICES: Record<string, string> = {
   added: 'The passkey was added.',
   renamed: 'The passkey was renamed.',
@@ -29,17 +22,6 @@ function passkeyName(raw: unknown): string | undefined {
   // Control characters would let a name break the page's layout or a log line; the form limits the length too.
   if (name.length > 64 || /[\p{Cc}\p{Cf}]/u.test(name)) return undefined;
   return name === '' ? 'Passkey' : name;
-}
-
-/** Maps a refused ceremony to the problem the browser gets: one generic message, the reason only in the debug log. */
-function refusedProblem(error: unknown): unknown {
-  if (!(error instanceof PasskeyVerificationError)) return error;
-  debug('refused a passkey: %s', error.reason);
-  if (error.reason === 'malformed')
-    return new BadRequestError({ code: 'invalid_passkey_response', detail: 'The passkey response is malformed.' });
-  if (error.reason === 'already_registered')
-    return new ConflictError({ code: 'passkey_exists', detail: 'This passkey is already registered.' });
-  return new UnauthorizedError({ code: 'passkey_refused', detail: REFUSED });
 }
 
 /**
@@ -56,10 +38,6 @@ export function passkeyRoutes(portal: PortalSettings, settings: PasskeySettings)
   const router = Router();
   const json = express.json({ limit: '32kb', strict: true });
   const form = express.urlencoded({ extended: false, limit: '4kb', parameterLimit: 4 });
-  const throttle = new PasskeyThrottle(portal.store, settings.throttle);
-  // Counts every challenge asked for (none is "taken back"): a plain rate per network.
-  const challengeRate = new PasskeyThrottle(portal.store, { failures: settings.challengesPerMinute, windowSeconds: 60 });
-  const network = (req: Request) => clientNetwork(req.ip ?? req.socket.remoteAddress ?? '');
   const { assetsPath, allowedOrigins } = portal;
   const ceremonies = (req: Request) => settings.ceremonies(ssoContext(req).cookie.domain);
 
@@ -180,69 +158,7 @@ export function passkeyRoutes(portal: PortalSettings, settings: PasskeySettings)
     }),
   );
 
-  router.post(
-    '/passkeys/step-up/options',
-    guarded(async function stepUpOptions(req: Request, res: Response) {
-      requireSameOrigin(req, allowedOrigins);
-      // A second factor for the signed-in user: only that user's passkeys are offered, and only they verify.
-      if (!req.user) throw new UnauthorizedError({ code: 'session_required', detail: 'Sign in first.' });
-      res.setHeader('Cache-Control', 'no-store');
-      res.json(await ceremonies(req).authenticationOptions(req.user.id));
-    }),
-  );
-
-  router.post(
-    '/passkeys/sign-in/options',
-    guarded(async function signInOptions(req: Request, res: Response) {
-      requireSameOrigin(req, allowedOrigins);
-      const rate = await challengeRate.attempt([`challenges:${network(req)}`]);
-      if (!rate.allowed) throw new TooManyRequestsError(rate.retryAfterSeconds, { detail: 'Too many passkey requests. Try again later.' });
-      res.setHeader('Cache-Control', 'no-store');
-      res.json(await ceremonies(req).authenticationOptions());
-    }),
-  );
-
-  router.post(
-    '/passkeys/sign-in',
-    json,
-    guarded(async function signIn(req: Request, res: Response, next: NextFunction) {
-      requireSameOrigin(req, allowedOrigins);
-      const body = (req.body ?? {}) as Record<string, unknown>;
-      const returnTo = safeReturnTo(req, body.return_to);
-      const attempt = await throttle.attempt([`network:${network(req)}`]);
-      if (!attempt.allowed) {
-        throw new TooManyRequestsError(attempt.retryAfterSeconds, { detail: 'Too many failed passkey attempts. Try again later.' });
-      }
-      let assertion: PasskeyAssertion;
-      try {
-        assertion = await ceremonies(req).verifyAuthentication(body.response);
-      } catch (error) {
-        next(refusedProblem(error));
-        return;
-      }
-      // The credential signs in its stored owner, who must still be an enabled user of this portal's directory.
-      const identity = parseIdentityId(assertion.passkey.userId);
-      const user = identity?.source === portal.directorySource ? await portal.users.findById(identity.subject) : null;
-      if (!identity || !user || user.disabled === true) {
-        debug('refused a passkey sign-in: its owner is not an enabled user of the directory');
-        throw new UnauthorizedError({ code: 'passkey_refused', detail: REFUSED });
-      }
-      await attempt.succeeded();
-      await establishLogin(req, {
-        source: identity.source,
-        subject: identity.subject,
-        name: user.name,
-        roles: user.roles,
-        method: 'passkey',
-        // Passwordless sign-in requires user verification: possession of the key plus the PIN or biometrics that
-        // unlocked it, bound to the origin, so it stands for two factors at the phishing-resistant level.
-        authentication: { amr: assertion.amr, acr: 'phr' },
-        ...(user.attributes ? { attributes: user.attributes } : {}),
-      });
-      res.setHeader('Cache-Control', 'no-store');
-      res.json({ redirect: returnTo || ssoContext(req).redirects.defaultUrl });
-    }),
-  );
+  mountPasskeySignIn(router, portal, settings);
 
   return router;
 }

@@ -116,7 +116,7 @@ describe('passkeys in the browser', () => {
     await page.waitForURL((url) => url.hostname === `auth.${t.domain}`);
     await expect(page.locator('#username').getAttribute('autocomplete')).resolves.toBe('username webauthn');
     await checkPage(page, 'portal-login-passkeys');
-    await Promise.all([page.waitForURL(t.url('admin')), page.getByRole('button', { name: 'Sign in with a passkey' }).click()]);
+    await Promise.all([page.waitForURL(t.url('admin')), page.getByRole('button', { name: 'Use a passkey' }).click()]);
     await expect(page.locator('#who').getAttribute('data-method')).resolves.toBe('passkey');
     expect(cspViolations).toEqual([]);
     await context.close();
@@ -134,7 +134,7 @@ describe('passkeys in the browser', () => {
       if (req.method() === 'POST' && new URL(req.url()).pathname === '/passkeys/sign-in') posted = req.postData() ?? undefined;
     });
     await page.goto(`${t.url('auth', '/login')}?return_to=${encodeURIComponent(t.url('shop'))}`);
-    await Promise.all([page.waitForURL(t.url('shop')), page.getByRole('button', { name: 'Sign in with a passkey' }).click()]);
+    await Promise.all([page.waitForURL(t.url('shop')), page.getByRole('button', { name: 'Use a passkey' }).click()]);
     expect(posted).toBeDefined();
     // The same signed response again, from the portal's own origin: its challenge was spent by the first use.
     await page.goto(t.url('auth', '/login'));
