@@ -1,6 +1,7 @@
 import express, { Router, type Request, type Response } from 'express';
 import { BadRequestError, ForbiddenError, UnauthorizedError } from '../http/errors';
 import { authenticationOf } from '../session/authentication';
+import { meetsRequirement } from '../session/step-up';
 import type { SessionUser } from '../session/types';
 import { guarded } from '../http/handlers';
 import { requestOrigin } from '../util/request-origin';
@@ -10,6 +11,14 @@ import { passkeyScript, renderPasskeysPage } from './passkey-pages';
 import { mountPasskeySignIn, refusedProblem } from './passkey-sign-in-routes';
 import type { PortalSettings } from './portal-options';
 import { oneString, requireSameOrigin, ssoContext } from './portal-request';
+
+/** Why a passkey cannot be added now, and where the user can fix it. */
+interface AddRefusal {
+  code: 'recent_login_required' | 'second_factor_required';
+  detail: string;
+  url: string;
+  label: string;
+}
 
 const NOTICES: Record<string, string> = {
   added: 'The passkey was added.',
@@ -50,13 +59,52 @@ export function passkeyRoutes(portal: PortalSettings, settings: PasskeySettings)
     return req.user;
   }
 
-  function loginIsRecent(user: SessionUser): boolean {
-    return Date.now() / 1000 - authenticationOf(user).authTime <= settings.recentLoginSeconds;
-  }
-
   function reauthenticateUrl(req: Request): string {
     const origin = requestOrigin(req) ?? '';
     return `${req.baseUrl}/login?prompt=login&return_to=${encodeURIComponent(`${origin}${req.baseUrl}/passkeys`)}`;
+  }
+
+  async function hasSecondFactor(userId: string): Promise<boolean> {
+    if ((await settings.credentials.listPasskeys(userId)).length > 0) return true;
+    for (const method of portal.twoFactor?.methods ?? []) {
+      if (method.id !== 'passkey' && (await method.isAvailable(userId))) return true;
+    }
+    return false;
+  }
+
+  /**
+   * Why the user may not add a passkey now, or undefined. A passkey is a strong factor (a passwordless sign-in is
+   * `phr`), so it must not be planted with less than the account already takes: a recent login for a user without a
+   * second factor, and a recent second factor for a user who has one (a passkey, an authenticator app, recovery
+   * codes); otherwise a stolen password, or a stolen session, would buy a phishing-resistant factor.
+   */
+  async function refusalToAdd(req: Request, user: SessionUser): Promise<AddRefusal | undefined> {
+    const now = Math.floor(Date.now() / 1000);
+    const authentication = authenticationOf(user);
+    if (now - authentication.authTime > settings.recentLoginSeconds) {
+      return {
+        code: 'recent_login_required',
+        detail: 'Sign in again to add a passkey.',
+        url: reauthenticateUrl(req),
+        label: 'sign in again',
+      };
+    }
+    if (!(await hasSecondFactor(user.id))) return undefined;
+    if (meetsRequirement(authentication, { acr: '2fa', maxAgeSeconds: settings.recentLoginSeconds }, now)) return undefined;
+    const back = encodeURIComponent(`${requestOrigin(req) ?? ''}${req.baseUrl}/passkeys`);
+    return {
+      code: 'second_factor_required',
+      detail: 'Confirm it is you with your second factor to add a passkey.',
+      url: portal.twoFactor
+        ? `${req.baseUrl}/step-up?acr=2fa&max_age=${settings.recentLoginSeconds}&return_to=${back}`
+        : reauthenticateUrl(req),
+      label: portal.twoFactor ? 'confirm it is you with your second factor' : 'sign in again with your passkey',
+    };
+  }
+
+  async function requireMayAdd(req: Request, user: SessionUser): Promise<void> {
+    const refusal = await refusalToAdd(req, user);
+    if (refusal !== undefined) throw new UnauthorizedError({ code: refusal.code, detail: refusal.detail });
   }
 
   router.get(`${assetsPath}/passkeys.js`, function passkeyPageScript(_req: Request, res: Response) {
@@ -73,6 +121,7 @@ export function passkeyRoutes(portal: PortalSettings, settings: PasskeySettings)
       }
       const user = directoryUser(req);
       const passkeys = await settings.credentials.listPasskeys(user.id);
+      const refusal = await refusalToAdd(req, user);
       const notice = NOTICES[Object.keys(NOTICES).find((key) => req.query[key] === '1') ?? ''];
       allowSameOriginReferrer(res);
       res.setHeader('Cache-Control', 'no-store');
@@ -88,7 +137,7 @@ export function passkeyRoutes(portal: PortalSettings, settings: PasskeySettings)
             synced: p.deviceType === 'multiDevice',
             ...(p.lastUsedAt === undefined ? {} : { lastUsedAt: p.lastUsedAt }),
           })),
-          ...(loginIsRecent(user) ? {} : { reauthenticateUrl: reauthenticateUrl(req) }),
+          ...(refusal === undefined ? {} : { reauthenticate: { url: refusal.url, label: refusal.label } }),
           ...(notice ? { notice } : {}),
         }),
       );
@@ -101,9 +150,7 @@ export function passkeyRoutes(portal: PortalSettings, settings: PasskeySettings)
       requireSameOrigin(req, allowedOrigins);
       const user = directoryUser(req);
       // A stolen session alone must not be able to plant a lasting credential: adding one needs a fresh login.
-      if (!loginIsRecent(user)) {
-        throw new UnauthorizedError({ code: 'recent_login_required', detail: 'Sign in again to add a passkey.' });
-      }
+      await requireMayAdd(req, user);
       res.setHeader('Cache-Control', 'no-store');
       res.json(await ceremonies(req).registrationOptions({ id: user.id, name: user.name, displayName: user.name }));
     }),
@@ -115,7 +162,7 @@ export function passkeyRoutes(portal: PortalSettings, settings: PasskeySettings)
     guarded(async function register(req: Request, res: Response) {
       requireSameOrigin(req, allowedOrigins);
       const user = directoryUser(req);
-      if (!loginIsRecent(user)) throw new UnauthorizedError({ code: 'recent_login_required', detail: 'Sign in again to add a passkey.' });
+      await requireMayAdd(req, user);
       const body = (req.body ?? {}) as Record<string, unknown>;
       const name = passkeyName(body.name);
       if (name === undefined)
