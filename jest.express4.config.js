@@ -1,8 +1,8 @@
 /** @type {import('jest').Config} */
 // The integration suites that matter most to an Express 4 app (the shared session, CSRF, the OIDC callback, QR
-// login, the portal) run a second time with `express` resolved to Express 4 (the `express4` devDependency), for the
-// kit's own modules, the tests and the libraries they load alike: `npm run test:express4`.
-// test/package/express-major.test.ts proves which major is loaded.
+// login, the portal, bad input on every kit route) run a second time with `express` resolved to Express 4 (the
+// `express4` devDependency), for the kit's own modules, the tests and the libraries they load alike:
+// `npm run test:express4`. test/package/express-major.test.ts proves which major is loaded.
 const base = require('./jest.config.js');
 
 module.exports = {
@@ -18,6 +18,7 @@ module.exports = {
     '<rootDir>/test/portal/passkey-routes.test.ts',
     '<rootDir>/test/portal/passkey-factor.test.ts',
     '<rootDir>/test/security/csrf.test.ts',
+    '<rootDir>/test/security/bad-input.test.ts',
     '<rootDir>/test/oidc/callback.test.ts',
     '<rootDir>/test/oidc/oidc-router.test.ts',
     '<rootDir>/test/qr/qr-login.test.ts',
@@ -28,5 +29,5 @@ module.exports = {
     '^express$': require.resolve('express4'),
   },
   // The major the suites run on, for the test that checks it.
-  setupFiles: ['<rootDir>/test/package/express4-env.js'],
+  setupFiles: [...(base.setupFiles ?? []), '<rootDir>/test/package/express4-env.js'],
 };

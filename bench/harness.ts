@@ -111,7 +111,7 @@ export type LoadMessage =
       settings: LoadSettings;
       durationSeconds: number;
       requests: AutocannonRequest[];
-      /** Fixed offered rate in requests per second over all connections (autocannon's overallRate). */
+      /** A fixed offered rate in requests per second: an evenly paced open loop (bench/paced-load.ts) instead of autocannon. */
       overallRate?: number;
     }
   | { id: number; type: 'qr'; url: string; fixtures: QrFixtures; plan: QrClientPlan }

@@ -5,6 +5,7 @@
  */
 import { createRequire } from 'node:module';
 import type { AutocannonRequest, LoadFigures, LoadMessage, Reply } from './harness';
+import { pacedLoad } from './paced-load';
 import { runQrClient } from './qr-login';
 
 /** The subset of autocannon's programmatic API used here (the package ships no types). */
@@ -14,7 +15,6 @@ interface AutocannonOptions {
   pipelining: number;
   duration: number;
   requests?: AutocannonRequest[];
-  overallRate?: number;
 }
 interface AutocannonResult {
   requests: { total: number };
@@ -42,13 +42,16 @@ function cpuMicros(): number {
 async function handle(message: Extract<LoadMessage, { type: 'run' }>): Promise<Reply> {
   const { settings } = message;
   const before = cpuMicros();
+  if (message.overallRate) {
+    const paced = await pacedLoad(message.url, message.requests, message.overallRate, message.durationSeconds);
+    return { id: message.id, figures: { ...paced, cpuMicros: cpuMicros() - before } };
+  }
   const result = await cannon({
     url: message.url,
     connections: settings.connections,
     pipelining: settings.pipelining,
     duration: message.durationSeconds,
     requests: message.requests,
-    ...(message.overallRate ? { overallRate: message.overallRate } : {}),
   });
   const figures: LoadFigures = {
     total: result.requests.total,

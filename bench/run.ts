@@ -13,7 +13,7 @@
  * Each suite's cases run round-robin `rounds` times and each case keeps its best round: on a shared machine a
  * neighbour's burst slows whichever case happens to run then, and the best round is the least disturbed one.
  */
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import Redis from 'ioredis';
@@ -367,6 +367,7 @@ async function main(): Promise<void> {
           '',
           qrMarkdown,
           '',
+          await readFile(join(__dirname, 'qr-profile.md'), 'utf8'),
         ]
       : []),
     ...(curvesMarkdown ? ['## Cost curves', '', curvesMarkdown, ''] : []),

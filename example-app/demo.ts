@@ -41,6 +41,7 @@ function banner(config: DemoConfig, frontDoor: { port: number }, redis: { kind: 
   log('');
   log(`  Login portal       ${at('auth', '/login')}`);
   log(`  Your sessions      ${at('auth', '/sessions')}`);
+  log(`  Two-factor         ${at('auth', '/two-factor')}`);
   log(`  Shop               ${at('shop')}`);
   log(`  Admin              ${at('admin')}   (needs the admin role)`);
   log(`  Notes API          ${at('api', '/notes')}`);

@@ -23,6 +23,10 @@ export interface DemoLinks {
   admin: string;
   sessions: string;
   notesApi: string;
+  /** The portal's two-factor settings (authenticator app, recovery codes). */
+  twoFactor: string;
+  /** The admin audit page, which needs two factors. */
+  audit: string;
 }
 
 /**
@@ -36,6 +40,8 @@ export function demoLinks(config: DemoConfig): DemoLinks {
     shop: `${origin(config, 'shop')}/`,
     admin: `${origin(config, 'admin')}/`,
     sessions: `${origin(config, 'auth')}/sessions`,
+    twoFactor: `${origin(config, 'auth')}/two-factor`,
+    audit: `${origin(config, 'admin')}/audit`,
     notesApi: `${origin(config, 'api')}/notes`,
   };
 }
@@ -63,7 +69,8 @@ function layout(site: string, title: string, links: DemoLinks, body: string): st
     '<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">' +
     `<title>${escapeHtml(title)}</title><link rel="stylesheet" href="/assets/app.css"><script src="/assets/app.js" defer></script></head>` +
     `<body><header class="top"><p class="brand">${escapeHtml(site)} <span>· express-sso-kit demo</span></p>` +
-    `<nav aria-label="Demo sites"><ul>${nav}<li><a href="${escapeHtml(links.sessions)}">Your sessions</a></li></ul></nav></header>` +
+    `<nav aria-label="Demo sites"><ul>${nav}<li><a href="${escapeHtml(links.sessions)}">Your sessions</a></li>` +
+    `<li><a href="${escapeHtml(links.audit)}">Audit (two factors)</a></li><li><a href="${escapeHtml(links.twoFactor)}">Two-factor</a></li></ul></nav></header>` +
     `<main>${body}</main></body></html>\n`
   );
 }

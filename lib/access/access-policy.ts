@@ -71,6 +71,10 @@ export function accessPolicy(options: AccessPolicyOptions): RequestHandler {
     return guard;
   };
   const fallbackRule: CompiledRule = { index: -1, policy: fallback, maxAgeSeconds: undefined, matches: () => true };
+  // Built now, so a bad stepUpUrl is refused when the factory is called, not at the first request.
+  for (const rule of [...rules, fallbackRule]) {
+    if (rule.policy === 'one_factor' || rule.policy === 'two_factor') guardOf(rule.policy, rule.maxAgeSeconds);
+  }
 
   return function accessPolicyMiddleware(req: Request, res: Response, next: NextFunction): void {
     const host = (requestHost(req) ?? '').replace(/:\d+$/, '');

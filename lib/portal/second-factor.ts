@@ -20,8 +20,13 @@ export interface SecondFactor {
   readonly level: AuthenticationLevel;
   /** Whether the user can use this method now (has enrolled it). */
   isAvailable(userId: string): Promise<boolean>;
-  /** The method's own fields inside the step-up form (already escaped HTML), e.g. a one-time code input. */
-  renderFields(): string;
+  /**
+   * The method's own fields inside the step-up form (already escaped HTML), e.g. a one-time code input; may be
+   * async, e.g. to store a single-use challenge for this user first.
+   */
+  renderFields(userId: string, req: Request): string | Promise<string>;
+  /** Scripts of the portal's own origin the method needs on the step-up page (the strict CSP allows only those). */
+  readonly scripts?: readonly string[];
   /**
    * Checks what the form sent; true when the factor is proven, or the proof's own method references when they
    * depend on what was presented (a passkey is `hwk` or `swk`). Counted by the factor throttle before it runs.

@@ -1,8 +1,8 @@
-import type { NextFunction, Request, Response, Router, RequestHandler } from 'express';
+import type { Request, Response, Router, RequestHandler } from 'express';
 import { BadRequestError } from '../http/errors';
 import { authenticationOf } from '../session/authentication';
 import { raiseSessionAuthentication } from '../session/raise-authentication';
-import { AUTHENTICATION_LEVELS, freshFactors, levelRank, meetsRequirement, type AuthenticationRequirement } from '../session/step-up';
+import { levelRank, meetsRequirement, type AuthenticationRequirement } from '../session/step-up';
 import type { SessionUser } from '../session/types';
 import { debugChannel } from '../util/debug';
 import { requestOrigin } from '../util/request-origin';
@@ -10,59 +10,14 @@ import { allowSameOriginReferrer, extendFormAction } from './login-page';
 import type { PortalSettings } from './portal-options';
 import { tooManyAttempts } from './password-login';
 import { oneString, requireSameOrigin, safeReturnTo, ssoContext } from './portal-request';
+import { asyncRoute, hereUrl, needsPassword, portalUrl, requirementOf } from './step-up-request';
 import type { SecondFactor } from './second-factor';
 import type { TwoFactorSettings } from './two-factor-options';
 import { renderStepUpPage, type StepUpMethodView } from './two-factor-pages';
 
 const debug = debugChannel('portal');
-const MAX_AGE_LIMIT = 31_536_000;
 const WRONG = 'That did not work. Check the code and try again.';
 const WRONG_PASSWORD = 'Wrong username or password, or that code did not work.';
-
-/** What the step-up page was asked for, read strictly from the query or the form (bad values are a 400). */
-export function requirementOf(acrText: unknown, maxAgeText: unknown): AuthenticationRequirement {
-  const acr = acrText === undefined || acrText === '' ? '2fa' : acrText;
-  if (typeof acr !== 'string' || !AUTHENTICATION_LEVELS.includes(acr as never)) {
-    throw new BadRequestError({ code: 'invalid_request', detail: 'acr must be 1fa, 2fa or phr.' });
-  }
-  if (maxAgeText === undefined || maxAgeText === '') return { acr: acr as AuthenticationRequirement['acr'] & string };
-  if (typeof maxAgeText !== 'string' || !/^[0-9]{1,9}$/.test(maxAgeText) || Number(maxAgeText) > MAX_AGE_LIMIT) {
-    throw new BadRequestError({ code: 'invalid_request', detail: 'max_age must be a whole number of seconds.' });
-  }
-  return { acr: acr as AuthenticationRequirement['acr'] & string, maxAgeSeconds: Number(maxAgeText) };
-}
-
-/** The portal URL of `path` with `return_to` (and more query) for a redirect within the portal. */
-export function portalUrl(req: Request, path: string, query: Record<string, string | undefined>): string {
-  const search = Object.entries(query)
-    .filter((entry): entry is [string, string] => entry[1] !== undefined && entry[1] !== '')
-    .map(([key, value]) => `${key}=${encodeURIComponent(value)}`)
-    .join('&');
-  return `${req.baseUrl}${path}${search ? `?${search}` : ''}`;
-}
-
-/** The absolute URL of the request itself, to come back to after a detour (login, enrolment). */
-export function hereUrl(req: Request): string {
-  return `${requestOrigin(req) ?? ''}${req.originalUrl}`;
-}
-
-/**
- * An async route whose rejection goes to `next` (Express 4 does not do it by itself).
- *
- * @example
- * router.get('/two-factor', asyncRoute(async (req, res) => { ... }));
- */
-export function asyncRoute(handler: (req: Request, res: Response) => Promise<void>): RequestHandler {
-  return function portalRoute(req: Request, res: Response, next: NextFunction) {
-    handler(req, res).catch(next);
-  };
-}
-
-/** The password must be typed again when the requirement has a max age and no password is that recent. */
-function needsPassword(user: SessionUser, requirement: AuthenticationRequirement, nowSeconds: number): boolean {
-  if (requirement.maxAgeSeconds === undefined) return false;
-  return !freshFactors(authenticationOf(user), requirement.maxAgeSeconds, nowSeconds).some((factor) => factor.method === 'pwd');
-}
 
 async function availableMethods(
   twoFactor: TwoFactorSettings,
@@ -104,7 +59,14 @@ export function mountStepUp(router: Router, settings: PortalSettings, twoFactor:
     const views: StepUpMethodView[] =
       levelRank(requirement.acr ?? '2fa') <= 1
         ? [PASSWORD_ONLY]
-        : methods.map((method) => ({ id: method.id, label: method.label, fields: method.renderFields() }));
+        : await Promise.all(
+            methods.map(async (method) => ({
+              id: method.id,
+              label: method.label,
+              fields: await method.renderFields(user.id, req),
+              scripts: method.scripts ?? [],
+            })),
+          );
     const { redirects } = ssoContext(req);
     const own = requestOrigin(req);
     extendFormAction(
@@ -182,7 +144,7 @@ export function mountStepUp(router: Router, settings: PortalSettings, twoFactor:
         throw new BadRequestError({ code: 'invalid_request', detail: 'Choose one of the offered ways to confirm it is you.' });
       }
       // Counted before anything is checked, so parallel guesses cannot slip past the limit.
-      const decision = await twoFactor.throttle.attempt({ username: user.id, address: req.ip ?? req.socket.remoteAddress ?? '' });
+      const decision = await twoFactor.attempt(req, user.id);
       if (!decision.allowed) {
         res.setHeader('Retry-After', String(decision.retryAfterSeconds));
         await show(req, res, 429, requirement, returnTo, tooManyAttempts(decision.retryAfterSeconds));

@@ -1,10 +1,12 @@
+import { createHash } from 'node:crypto';
+import type { Request } from 'express';
 import type { CredentialStore } from '../credentials/credential-store';
 import { RecoveryCodes } from '../credentials/recovery-codes';
 import { createSecretSealer, type SecretSealer } from '../credentials/secret-sealer';
 import { TotpAuthenticator } from '../credentials/totp-authenticator';
 import type { KeyValueStore } from '../store/port';
 import { checkOptions, OptionsError, type OptionSchema } from '../util/options';
-import { LoginThrottle } from './login-throttle';
+import { LoginThrottle, type ThrottleDecision } from './login-throttle';
 import type { LoginThrottleOptions } from './login-throttle-options';
 import { recoveryCodeFactor, totpFactor, type SecondFactor } from './second-factor';
 
@@ -34,6 +36,8 @@ export interface TwoFactorSettings {
   methods: readonly SecondFactor[];
   /** Counts factor attempts like password attempts, in its own namespace. */
   throttle: LoginThrottle;
+  /** Counts one factor attempt of the signed-in user from this request (see {@link LoginThrottle.attempt}). */
+  attempt(req: Request, userId: string): Promise<ThrottleDecision>;
   recentLoginSeconds: number;
 }
 
@@ -80,14 +84,21 @@ export function resolveTwoFactor(options: PortalTwoFactorOptions, store: KeyValu
     if (ids.has(method.id)) throw new OptionsError(`loginPortal: twoFactor.methods[${index}] repeats the method id "${method.id}"`);
     ids.add(method.id);
   });
+  // Same policy as passwords, own counters: a code guessed wrong never spends the password budget, nor the reverse.
+  const factorThrottle = new LoginThrottle(store, { ...throttle, namespace: 'second-factor-throttle' });
   return {
     credentials: options.credentials,
     sealer,
     totp,
     recovery,
     methods: [totpFactor(totp), recoveryCodeFactor(recovery), ...extra],
-    // Same policy as passwords, own counters: a code guessed wrong never spends the password budget, nor the reverse.
-    throttle: new LoginThrottle(store, { ...throttle, namespace: 'second-factor-throttle' }),
+    throttle: factorThrottle,
+    // Counted under a digest of the user id: the throttle folds case in usernames, and user ids are case-sensitive.
+    attempt: (req, userId) =>
+      factorThrottle.attempt({
+        username: createHash('sha256').update(userId).digest('hex'),
+        address: req.ip ?? req.socket.remoteAddress ?? '',
+      }),
     recentLoginSeconds: options.recentLoginSeconds ?? 300,
   };
 }

@@ -11,6 +11,8 @@ export interface StepUpMethodView {
   label: string;
   /** The method's own fields (already escaped HTML). */
   fields: string;
+  /** Same-origin scripts the method needs. */
+  scripts?: readonly string[];
 }
 
 /** What the step-up page shows. */
@@ -67,12 +69,15 @@ export function renderStepUpPage(model: StepUpPageModel): string {
   const intro = model.needsPassword
     ? 'This page needs a recent sign-in: enter your password and a second factor.'
     : 'This page needs a second factor.';
+  const scripts = [...new Set(model.methods.flatMap((method) => method.scripts ?? []))]
+    .map((src) => `<script src="${escapeHtml(src)}" defer></script>`)
+    .join('');
   return renderPage({
     title: 'Confirm it is you',
     ...assets(model.assetsPath),
     // The passkey method needs the browser helper, which the passkeys script carries with the portal's own.
     ...(model.methods.some((method) => method.id === 'passkey') ? { scriptUrl: `${model.assetsPath}/passkeys.js` } : {}),
-    body: `<h1>Confirm it is you</h1>${alert}<p>${escapeHtml(intro)}</p>${forms.join('')}`,
+    body: `<h1>Confirm it is you</h1>${alert}<p>${escapeHtml(intro)}</p>${forms.join('')}${scripts}`,
   });
 }
 

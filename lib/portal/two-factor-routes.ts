@@ -10,7 +10,7 @@ import { allowSameOriginReferrer } from './login-page';
 import type { PortalSettings } from './portal-options';
 import { oneString, requireSameOrigin, safeReturnTo, ssoContext } from './portal-request';
 import { tooManyAttempts } from './password-login';
-import { asyncRoute, hereUrl, portalUrl } from './step-up-routes';
+import { asyncRoute, hereUrl, portalUrl } from './step-up-request';
 import type { TwoFactorSettings } from './two-factor-options';
 import { renderRecoveryCodesPage, renderTotpEnrolmentPage, renderTwoFactorPage } from './two-factor-pages';
 
@@ -123,7 +123,7 @@ export function mountTwoFactorSettings(
         if (error instanceof SealedSecretError) throw new BadRequestError({ code: 'invalid_request', detail: 'Start the setup again.' });
         throw error;
       }
-      const decision = await twoFactor.throttle.attempt({ username: user.id, address: req.ip ?? req.socket.remoteAddress ?? '' });
+      const decision = await twoFactor.attempt(req, user.id);
       if (!decision.allowed) {
         res.setHeader('Retry-After', String(decision.retryAfterSeconds));
         await showEnrolment(req, res, 429, returnTo, secret, tooManyAttempts(decision.retryAfterSeconds));

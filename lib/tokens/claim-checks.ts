@@ -136,6 +136,8 @@ export function claimEquals(claim: string, expected: JsonPrimitive): RequestHand
  * app.get('/api/reports', claimIncludes('roles', 'analyst', 'viewer'), reports);
  */
 export function claimIncludes(claim: string, ...expected: JsonPrimitive[]): RequestHandler {
+  // eslint-disable-next-line prefer-rest-params
+  refuseMisuse('claimIncludes', arguments);
   if (typeof claim !== 'string' || claim === '') throw new OptionsError('claimIncludes: claim must be a claim name');
   if (expected.length === 0 || !expected.every(isPrimitive)) {
     throw new OptionsError('claimIncludes: give one or more expected values (strings, numbers, booleans or null)');

@@ -109,5 +109,6 @@ describe('accessPolicy', () => {
     expect(() => accessPolicy({ rules: [{ policy: 'deny', path: 'admin' }] })).toThrow(/starting with "\/"/);
     expect(() => accessPolicy({ rules: [{ policy: 'deny', host: 'x' } as never] })).toThrow(/unknown option "host"/);
     expect(() => accessPolicy({ rules: [], defaultPolicy: 'allow' as never })).toThrow(/defaultPolicy/);
+    expect(() => accessPolicy({ rules: [{ policy: 'two_factor' }], stepUpUrl: '/step-up' })).toThrow(/stepUpUrl must be an absolute/);
   });
 });

@@ -96,6 +96,7 @@ describe('strong authentication in the browser', () => {
     // The shop, on another subdomain, sees the same raised session.
     await page.goto(shop);
     await expect(page.locator('#who').getAttribute('data-user-id')).resolves.toBe('directory:demo|alice');
+    await checkPage(page, 'shop-after-step-up');
   });
 
   it('accepts a recovery code once', async () => {

@@ -3,7 +3,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { errorHandler, securityHeaders } from '../../lib/http';
-import { fileUserDirectory, hashPassword, loginPortal } from '../../lib/portal';
+import { fileUserDirectory, hashPassword, loginPortal, type LoginPortalOptions } from '../../lib/portal';
 import { openidProvider, type OpenidProviderOptions, type OpenidProviderRouter, type ProviderClient } from '../../lib/provider';
 import { logoutEverywhere, requireSession, ssoSession, type SsoSessionMiddleware } from '../../lib/session';
 import type { KeyValueStore } from '../../lib/store';
@@ -39,6 +39,10 @@ export interface ProviderPortalOptions {
   browserHost?: string;
   /** With `browserHost`: ports of other apps of the parent domain that `return_to` may name. */
   appPorts?: number[];
+  /** More options of the portal (e.g. `twoFactor`). */
+  portal?: Partial<LoginPortalOptions>;
+  /** Send the provider's step-ups to the portal's own `/step-up` page (needs `portal.twoFactor`). */
+  stepUpAtPortal?: boolean;
 }
 
 /**
@@ -82,13 +86,14 @@ export async function startProviderPortal(options: ProviderPortalOptions): Promi
     cookieSecrets: [`cookie-secret-${randomBytes(16).toString('hex')}`],
     // The test clients' back-channel endpoints listen on loopback; backchannel-fetch.test.ts covers the default.
     allowPrivateNetworkBackchannel: true,
+    ...(options.stepUpAtPortal ? { stepUpUrl: `${issuer}/step-up` } : {}),
     ...options.provider,
   });
   app.set('trust proxy', 'loopback');
   app.use(securityHeaders());
   app.use(sessions);
   app.use(op);
-  app.use(loginPortal({ users, store: options.store }));
+  app.use(loginPortal({ users, store: options.store, ...options.portal }));
   app.post('/logout-everywhere', requireSession(), async (req, res) => {
     res.json({ ended: await logoutEverywhere(req) });
   });

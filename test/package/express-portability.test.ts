@@ -1,21 +1,12 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { codeOf, LIB, libCode, libSourceFiles } from '../helpers/lib-sources';
 
 // Express 5 passes a rejected promise of a handler to `next`; Express 4 ignores it: the request hangs and the
 // rejection is unhandled (which ends a Node process by default). So every async handler the kit mounts goes through
 // `guarded` (lib/http/handlers.ts). This test reads the sources: an async function given to a router or app method
 // without `guarded(` fails it, whether written inline, named elsewhere in the file, or made by a factory of the file
 // that returns one (`passwordLogin(...)`).
-
-const lib = path.join(__dirname, '..', '..', 'lib');
-
-function sourcesUnder(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) return sourcesUnder(full);
-    return entry.name.endsWith('.ts') ? [full] : [];
-  });
-}
 
 /** The text of the call's arguments starting at `open` (the index of its opening parenthesis). */
 function argumentsAt(source: string, open: number): string {
@@ -50,16 +41,14 @@ function topLevel(args: string): string[] {
   return parts.filter((part) => part !== '');
 }
 
-const withoutComments = (raw: string): string => raw.replace(/^\s*(\*|\/\/|\/\*\*).*$/gm, '');
-
 /** Factories that return an async handler, e.g. `function passwordLogin(...) { return async function ...`. */
 function handlerFactories(raw: string): string[] {
-  return [...withoutComments(raw).matchAll(/function (\w+)\([^)]*\)[^{]*\{\s*return async function/g)].map((match) => match[1]!);
+  return [...codeOf(raw).matchAll(/function (\w+)\([^)]*\)[^{]*\{\s*return async function/g)].map((match) => match[1]!);
 }
 
 /** Async handlers given to a route method without `guarded(`, as `file: excerpt`; `factories` are from every file. */
 function unguardedAsyncHandlers(file: string, raw: string, factories: ReadonlySet<string>): string[] {
-  const source = withoutComments(raw);
+  const source = codeOf(raw);
   const asyncNames = new Set<string>();
   for (const match of source.matchAll(/^\s*(?:export )?async function (\w+)|^\s*const (\w+) = async\b/gm))
     asyncNames.add((match[1] ?? match[2])!);
@@ -68,7 +57,7 @@ function unguardedAsyncHandlers(file: string, raw: string, factories: ReadonlySe
     for (const arg of topLevel(argumentsAt(source, call.index + call[0].length - 1))) {
       const callee = /^(\w+)\(/.exec(arg)?.[1];
       if (arg.startsWith('async ') || asyncNames.has(arg) || (callee !== undefined && factories.has(callee))) {
-        found.push(`${path.relative(lib, file)}: ${arg.slice(0, 60).replace(/\s+/g, ' ')}`);
+        found.push(`${path.relative(LIB, file)}: ${arg.slice(0, 60).replace(/\s+/g, ' ')}`);
       }
     }
   }
@@ -90,7 +79,7 @@ describe('async handlers on Express 4', () => {
       "router.get('/ok', guarded(async function fine(req, res) {}), guarded(listThings), guarded(makeLogin(settings)));",
       'await Promise.all(items.map(async (item) => item));',
     ].join('\n');
-    expect(unguardedAsyncHandlers(path.join(lib, 'sample.ts'), sample, new Set(handlerFactories(sample)))).toEqual([
+    expect(unguardedAsyncHandlers(path.join(LIB, 'sample.ts'), sample, new Set(handlerFactories(sample)))).toEqual([
       'sample.ts: async function inline(req, res) {}',
       'sample.ts: async (req, res) => {}',
       'sample.ts: listThings',
@@ -99,7 +88,7 @@ describe('async handlers on Express 4', () => {
   });
 
   it('every async handler the kit mounts goes through guarded()', () => {
-    const sources = new Map(sourcesUnder(lib).map((file) => [file, readFileSync(file, 'utf8')]));
+    const sources = new Map(libSourceFiles().map((file) => [file, readFileSync(file, 'utf8')]));
     const factories = new Set([...sources.values()].flatMap(handlerFactories));
     expect(factories).toContain('passwordLogin');
     const found = [...sources].flatMap(([file, raw]) => unguardedAsyncHandlers(file, raw, factories));
@@ -122,11 +111,11 @@ describe('request properties that differ between Express 4 and 5', () => {
   });
 
   it('the kit reads none of them', () => {
-    const found = sourcesUnder(lib).flatMap((file) =>
-      withoutComments(readFileSync(file, 'utf8'))
+    const found = [...libCode()].flatMap(([file, code]) =>
+      code
         .split('\n')
         .filter((line) => VERSION_SPECIFIC.test(line))
-        .map((line) => `${path.relative(lib, file)}: ${line.trim()}`),
+        .map((line) => `${file}: ${line.trim()}`),
     );
     expect(found).toEqual([]);
   });

@@ -146,11 +146,19 @@ const factories: Record<string, Misspelling> = {
   hashPassword: { call: () => kit.hashPassword('correct horse', { n: 16384 } as never), wrong: 'n', meant: 'N' },
   LoginThrottle: { call: () => new kit.LoginThrottle(store, { perAcount: {} } as never), wrong: 'perAcount', meant: 'perAccount' },
   openidProvider: { call: () => kit.openidProvider({ issuerr: ISSUER } as never), wrong: 'issuerr', meant: 'issuer' },
+  accessPolicy: { call: () => kit.accessPolicy({ rule: [] } as never), wrong: 'rule', meant: 'rules' },
+  createSecretSealer: { call: () => kit.createSecretSealer({ previousKey: [] } as never), wrong: 'previousKey', meant: 'previousKeys' },
   PasskeyCeremonies: {
     call: () => new kit.PasskeyCeremonies({ store, rpID: 'example.test' } as never),
     wrong: 'rpID',
     meant: 'rpId',
   },
+  PostgresCredentialStore: {
+    call: () => new kit.PostgresCredentialStore({} as never, { schma: 'sso_credentials' } as never),
+    wrong: 'schma',
+    meant: 'schema',
+  },
+  TotpAuthenticator: { call: () => new kit.TotpAuthenticator({ isuer: 'Example Corp' } as never), wrong: 'isuer', meant: 'issuer' },
 };
 
 /** Exports that take no options object, each with what it takes instead. */
@@ -185,9 +193,17 @@ const withoutOptions: Record<string, string> = {
   generateAppSecret: 'nothing',
   verifyPasswordHash: 'a password and a hash',
   parsePasswordHash: 'a hash string',
-  passkeyMethods: 'a passkey and whether the user was verified',
-  passkeyOriginAllowed: 'an origin and the relying-party id (a pure decision)',
+  meetsRequirement: 'an authentication, a requirement and the time (a pure decision)',
+  tokenMeets: 'token claims, a requirement and the time (a pure decision)',
+  raiseAuthentication: 'an authentication, a method and the time (a pure function)',
+  raiseSessionAuthentication: 'the request and the methods just proven',
+  passkeyMethods: 'a stored passkey and whether the user was verified',
+  passkeyOriginAllowed: 'an origin and the relying-party id',
   passkeyUserHandle: 'a user id',
+  recoveryCodeFactor: 'a RecoveryCodes',
+  totpFactor: 'a TotpAuthenticator',
+  KeyValueCredentialStore: 'the store',
+  RecoveryCodes: 'a credential store and a sealer',
 };
 
 /** Error classes (their codes are checked by test/package/error-vocabulary.test.ts) and constants. */
@@ -195,7 +211,7 @@ const errorClasses = Object.keys(kit).filter((name) => {
   const value = (kit as Record<string, unknown>)[name];
   return typeof value === 'function' && value.prototype instanceof Error;
 });
-const constants = ['DEFAULT_DIRECTORY_SOURCE', 'SUPPORTED_ALGORITHMS', 'WECHAT_ERRORS'];
+const constants = ['DEFAULT_DIRECTORY_SOURCE', 'SUPPORTED_ALGORITHMS', 'WECHAT_ERRORS', 'RECOVERY_CODE_COUNT'];
 
 async function thrownBy(call: () => unknown): Promise<unknown> {
   try {
@@ -225,6 +241,49 @@ describe('the options rule over every export of the package', () => {
       expect((error as Error).message).toContain(`"${wrong}" (did you mean "${meant}"?)`);
     },
   );
+});
+
+describe('a factory mounted as if it were the middleware', () => {
+  // `app.use(requireSession)` for `app.use(requireSession())`: Express would call the factory with (req, res, next).
+  const mountable = [
+    'ssoSession',
+    'requireSession',
+    'sessionsResource',
+    'csrfGuard',
+    'errorHandler',
+    'notFound',
+    'methodNotAllowed',
+    'requireRepresentation',
+    'securityHeaders',
+    'requireBearer',
+    'requiredScopes',
+    'claimCheck',
+    'claimEquals',
+    'claimIncludes',
+    'requirePermission',
+    'requireAuth',
+    'corsPreflight',
+    'requireBasic',
+    'oidc',
+    'oidcLogin',
+    'oidcCallback',
+    'oidcContext',
+    'oidcLogout',
+    'backchannelLogout',
+    'qrLoginProvider',
+    'qrLogin',
+    'loginPortal',
+    'openidProvider',
+    'accessPolicy',
+  ];
+
+  it.each(mountable)('%s says it is a factory', (name) => {
+    const factory = (kit as unknown as Record<string, (...args: unknown[]) => unknown>)[name]!;
+    const req = { method: 'GET', url: '/', headers: {}, socket: {} };
+    expect(() => factory(req, {}, () => undefined)).toThrow(
+      expect.objectContaining({ code: 'invalid_options', message: expect.stringMatching(`^${name}: it is a factory`) }),
+    );
+  });
 });
 
 describe('wrong types and contradictions, through the same validator in every area', () => {

@@ -1,11 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import express, { type Express } from 'express';
+import express4 from 'express4';
 import { TOTP, Secret } from 'otpauth';
 import request from 'supertest';
 import { Pool } from 'pg';
 import { KeyValueCredentialStore, PostgresCredentialStore, type CredentialStore } from '../../lib/credentials';
 import { errorHandler, securityHeaders } from '../../lib/http';
 import { loginPortal } from '../../lib/portal/login-portal';
+import type { SecondFactor } from '../../lib/portal/second-factor';
 import { DEFAULT_DIRECTORY_SOURCE, fileUserDirectory, type UserDirectory } from '../../lib/portal/user-directory';
 import { requireSession, ssoSession } from '../../lib/session';
 import { hashPassword } from '../../lib/util/password-hash';
@@ -95,8 +97,10 @@ async function portalApp(
   redis: Awaited<ReturnType<typeof testRedisStore>>,
   users: UserDirectory,
   credentials: CredentialStore,
+  methods: SecondFactor[] = [],
+  createApp: () => Express = express,
 ): Promise<Express> {
-  const app = express();
+  const app = createApp();
   app.set('trust proxy', true);
   app.use(securityHeaders());
   app.use(ssoSession({ store: redis.store, cookieDomain: 'example.test', secret: SECRET, loginUrl: `${AUTH_ORIGIN}/login` }));
@@ -105,9 +109,10 @@ async function portalApp(
       users,
       store: redis.store,
       throttle: { perAccountAndNetwork: { failures: 3, windowSeconds: 900 } },
-      twoFactor: { credentials, sealingKey: randomBytes(32), issuer: 'Example' },
+      twoFactor: { credentials, sealingKey: randomBytes(32), issuer: 'Example', methods },
     }),
   );
+  app.get('/vault', requireSession({ acr: 'phr' }), (req, res) => res.json({ acr: req.user!.authentication?.acr }));
   app.get('/admin', requireSession({ acr: '2fa', maxAgeSeconds: 300 }), (req, res) => {
     res.json({ id: req.user!.id, acr: req.user!.authentication?.acr, amr: req.user!.authentication?.amr });
   });
@@ -349,6 +354,72 @@ describe('the step-up page when the credential store is down', () => {
       expectProblem(await browser.get('/two-factor/totp'), 503, 'store_unavailable');
     } finally {
       await pool.end();
+      await redis.cleanup();
+    }
+  });
+});
+
+describe('a second-factor method plugged in through twoFactor.methods (the shape passkeys use)', () => {
+  it('is offered for the levels it reaches, with its fields and scripts, and raises the session to its level', async () => {
+    const redis = await testRedisStore('step-up-plugin');
+    try {
+      const challenges = new Map<string, string>();
+      const hardwareKey: SecondFactor = {
+        id: 'test-key',
+        label: 'Use your security key',
+        amr: 'hwk',
+        level: 'phr',
+        scripts: ['/portal-assets/test-key.js'],
+        isAvailable: async (userId) => userId.endsWith('|alice'),
+        renderFields: async (userId) => {
+          const challenge = randomBytes(8).toString('hex');
+          challenges.set(userId, challenge);
+          return `<input type="hidden" name="challenge" value="${challenge}"><input name="proof" aria-label="Proof">`;
+        },
+        verify: async (userId, form) => form.proof === `signed:${challenges.get(userId)}`,
+      };
+      const users = fileUserDirectory([
+        { id: 'alice', username: 'alice', name: 'alice', roles: [], passwordHash: await hashPassword('alice-password', FAST) },
+      ]);
+      const app = await portalApp(redis, users, new KeyValueCredentialStore(redis.store), [hardwareKey]);
+      const browser = new Browser(app);
+      await browser.post('/login', { username: 'alice', password: 'alice-password', return_to: '' });
+      const page = await browser.get('/step-up?acr=phr');
+      expect(page.status).toBe(200);
+      // TOTP cannot reach phr: only the key is offered, with its script.
+      expect(page.text).not.toContain('data-method="totp"');
+      expect(page.text).toContain('<script src="/portal-assets/test-key.js" defer></script>');
+      const fields = formFields(page.text, 'test-key');
+      expect((await browser.post('/step-up', { ...fields, proof: 'signed:wrong' })).status).toBe(401);
+      const again = await browser.get('/step-up?acr=phr');
+      const fresh = formFields(again.text, 'test-key');
+      expect((await browser.post('/step-up', { ...fresh, proof: `signed:${fresh.challenge}` })).status).toBe(303);
+      expect((await browser.get('/vault')).body).toEqual({ acr: 'phr' });
+    } finally {
+      await redis.cleanup();
+    }
+  });
+});
+
+describe('on Express 4', () => {
+  it('enrols, steps up and reaches the two-factor route the same way', async () => {
+    const redis = await testRedisStore('step-up-express4');
+    try {
+      const users = fileUserDirectory([
+        { id: 'alice', username: 'alice', name: 'alice', roles: [], passwordHash: await hashPassword('alice-password', FAST) },
+      ]);
+      const app = await portalApp(redis, users, new KeyValueCredentialStore(redis.store), [], express4 as unknown as () => Express);
+      const browser = new Browser(app);
+      expect((await browser.post('/login', { username: 'alice', password: 'alice-password', return_to: '' })).status).toBe(302);
+      const admin = await browser.get('/admin');
+      expect(admin.status).toBe(302);
+      expect(new URL(admin.headers.location!).pathname).toBe('/step-up');
+      const page = await browser.get('/two-factor/totp');
+      const secret = secretOf(page.text);
+      expect((await browser.post('/two-factor/totp', { ...formFields(page.text), code: codeAt(secret) })).status).toBe(200);
+      expect((await browser.get('/admin')).body).toMatchObject({ acr: '2fa' });
+      expectProblem(await browser.get('/step-up?acr=9fa'), 400, 'invalid_request');
+    } finally {
       await redis.cleanup();
     }
   });

@@ -127,7 +127,11 @@ describe('bad input answers 4xx, never 5xx, on every route of the kit', () => {
  * listed here) and the demo identity provider's OpenID endpoints (from its discovery document), each site wired as
  * `npm run demo` runs it, in this process over the test Redis.
  */
-describe('bad input answers 4xx, never 5xx, on every route of the example apps', () => {
+// `npm run test:express4` fuzzes the kit's routes on Express 4 too; the example apps are written for Express 5 (their
+// own async handlers rely on it), so they are fuzzed on Express 5 only.
+const onExpress5 = process.env.SSO_KIT_EXPECTED_EXPRESS_MAJOR !== '4';
+
+(onExpress5 ? describe : describe.skip)('bad input answers 4xx, never 5xx, on every route of the example apps', () => {
   let redis: Awaited<ReturnType<typeof testRedisStore>>;
   let demo: InProcessDemo;
   let identities: FuzzIdentity[];
