@@ -107,8 +107,7 @@ const PASSKEY_PAGE_JS = `(function () {
     return fetch(url, { method: 'POST', credentials: 'same-origin', headers: { 'Content-Type': 'application/json', Accept: 'application/json' }, body: JSON.stringify(body || {}) })
       .then(function (res) {
         return res.json().catch(function () { return {}; }).then(function (data) {
-          // A refusal carries the problem's detail to show(), which reads only its message.
-          if (!res.ok) return Promise.reject({ message: data.detail || 'The passkey could not be used. Try again.' });
+          if (!res.ok) throw new Error(data.detail || 'The passkey could not be used. Try again.');
           return data;
         });
       });
