@@ -1,7 +1,8 @@
 /**
  * The admin site: the same shared login as the shop, and a permission on top. Only users whose roles grant
- * `read` on `reports` see the page; everybody else who is signed in gets a page saying why. The audit page also
- * needs a second factor (the demo's access policy), so a password-only session is sent through the step-up page.
+ * `read` on `reports` see the page; everybody else who is signed in gets a page saying why. Every page of the site
+ * also needs a second factor (the demo's access policy; the audit page one from the last 15 minutes), so a
+ * password-only session is sent through the portal's step-up page, or to enrolment when it has no second factor.
  */
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import {
@@ -55,7 +56,7 @@ export function createAdmin(config: DemoConfig, store: KeyValueStore): Express {
     };
   const readsReports = [requireSession(), requirePermission('read', 'reports', { policy })];
   app.get('/', ...readsReports, reportsPage('Admin', '<h2>Reports</h2><p id="reports" class="report">3 orders today, all shipped.</p>'));
-  // Two factors within 15 minutes (the policy's rule): a password-only session goes through the portal's step-up.
+  // Two factors within 15 minutes (the policy's rule), fresher than the rest of the site asks.
   app.get('/audit', ...readsReports, reportsPage('Admin audit', '<h2>Audit log</h2><p id="audit" class="report">No changes today.</p>'));
   app.get('/me', requireSession(), function currentUser(req: Request, res: Response) {
     const { id, name, roles, method } = req.user!;

@@ -3,6 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { passSecondFactor, secondFactorReturnTo, type AuthenticatorApp } from '../helpers/authenticator-app';
 import { ARTIFACTS_DIR, decodeQrFromPage, launchChromium, screenshot } from '../helpers/browser';
 import { startDemoProcesses, type DemoProcesses } from '../helpers/demo';
 import { checkPage, PHONE_WIDTH } from '../helpers/page-checks';
@@ -10,8 +11,9 @@ import { checkPage, PHONE_WIDTH } from '../helpers/page-checks';
 // The demo's user journeys in headless Chromium, against `npm run demo` as a user starts it: every site its own
 // process, one front door. Real cookies, real CSP, real CORS, real redirects. The domain is sso.localhost: QR login
 // accepts plain http only on loopback names, and *.localhost is one. Every kit page is screenshotted at desktop
-// width and at 390 px (test-artifacts/) and checked with axe-core.
-jest.setTimeout(90_000);
+// width and at 390 px (test-artifacts/) and checked with axe-core. Admin asks two factors: the journeys that reach it
+// enrol an authenticator app at the portal (codes computed here by otpauth) or type its next code.
+jest.setTimeout(120_000);
 
 describe('browser journeys through the demo', () => {
   let t: DemoProcesses;
@@ -19,6 +21,8 @@ describe('browser journeys through the demo', () => {
   let outsider: Server;
   let outsiderUrl: string;
   const cspViolations: string[] = [];
+  // The users' authenticator apps, once they have enrolled one at the portal.
+  const apps: Record<string, AuthenticatorApp | undefined> = {};
 
   beforeAll(async () => {
     t = await startDemoProcesses();
@@ -51,7 +55,19 @@ describe('browser journeys through the demo', () => {
     await page.waitForURL((url) => url.hostname.startsWith('auth.'));
     await page.getByLabel('Username').fill(username);
     await page.getByLabel('Password').fill(password);
-    await Promise.all([page.waitForURL((url) => url.href === returnTo), page.getByRole('button', { name: 'Sign in' }).click()]);
+    await Promise.all([
+      page.waitForURL((url) => url.href === returnTo),
+      page.getByRole('button', { name: 'Sign in', exact: true }).click(),
+    ]);
+  }
+
+  /** Opens admin and checks the password alone does not show it: the portal asks for a second factor first. */
+  async function openAdminWithSecondFactor(page: Page, username: string): Promise<void> {
+    await page.goto(t.url('admin'));
+    await page.waitForURL((url) => url.hostname === `auth.${t.domain}`);
+    expect(secondFactorReturnTo(page.url())).toBe(t.url('admin'));
+    expect(await page.locator('#reports').count()).toBe(0);
+    apps[username] = await passSecondFactor(page, t.url('admin'), apps[username]);
   }
 
   async function expectSignedIn(page: Page, userId: string | undefined, method: string): Promise<void> {
@@ -79,7 +95,7 @@ describe('browser journeys through the demo', () => {
     await page.locator('#notes-list li', { hasText: 'bought a lamp' }).waitFor();
     await checkPage(page, 'shop-signed-in');
 
-    await page.goto(t.url('admin'));
+    await openAdminWithSecondFactor(page, 'alice');
     await expectSignedIn(page, 'directory:demo|alice', 'password');
     await expect(page.locator('#reports').textContent()).resolves.toContain('3 orders today');
     await checkPage(page, 'admin-signed-in');
@@ -141,7 +157,7 @@ describe('browser journeys through the demo', () => {
       await page.getByLabel('Password').fill(`guess-${attempt}`);
       const [response] = await Promise.all([
         page.waitForResponse((r) => r.request().method() === 'POST'),
-        page.getByRole('button', { name: 'Sign in' }).click(),
+        page.getByRole('button', { name: 'Sign in', exact: true }).click(),
       ]);
       status = response.status();
       await page.getByRole('alert').waitFor();
@@ -222,7 +238,8 @@ describe('browser journeys through the demo', () => {
 
   it('(d) signing out on admin signs out of shop too', async () => {
     const { context, page } = await newPage();
-    await passwordLogin(page, 'alice', 'alice-password', t.url('admin'));
+    await passwordLogin(page, 'alice', 'alice-password', t.url('shop'));
+    await openAdminWithSecondFactor(page, 'alice');
     await expectSignedIn(page, 'directory:demo|alice', 'password');
     await Promise.all([
       page.waitForURL((url) => url.href.startsWith(t.url('auth', '/login'))),
@@ -278,8 +295,12 @@ describe('browser journeys through the demo', () => {
   it('(f) shows bob the friendly 403 page on admin', async () => {
     const { context, page } = await newPage();
     await passwordLogin(page, 'bob', 'bob-password', t.url('shop'));
-    const response = await page.goto(t.url('admin'));
-    expect(response?.status()).toBe(403);
+    // Two factors first (bob has none yet: the portal enrols one), then admin tells him it is not for him.
+    const [response] = await Promise.all([
+      page.waitForResponse((res) => res.url() === t.url('admin') && res.request().isNavigationRequest() && !res.headers().location),
+      openAdminWithSecondFactor(page, 'bob'),
+    ]);
+    expect(response.status()).toBe(403);
     await expect(page.locator('h1').textContent()).resolves.toBe('Sorry, this page is for administrators');
     await expect(page.locator('#forbidden').textContent()).resolves.toContain('Bob Example');
     await checkPage(page, 'admin-forbidden-bob');

@@ -44,7 +44,7 @@ describe('the partner app on another domain, through the portal as OpenID Provid
     await page.waitForURL((url) => url.hostname === `auth.${t.domain}`);
     await page.getByLabel('Username').fill('alice');
     await page.getByLabel('Password').fill('alice-password');
-    await Promise.all([page.waitForURL(t.url('shop')), page.getByRole('button', { name: 'Sign in' }).click()]);
+    await Promise.all([page.waitForURL(t.url('shop')), page.getByRole('button', { name: 'Sign in', exact: true }).click()]);
 
     // The partner: to the portal's provider and back, without the portal's login page.
     const visited: string[] = [];
@@ -93,7 +93,7 @@ describe('the partner app on another domain, through the portal as OpenID Provid
     await page.waitForURL((url) => url.hostname === `auth.${t.domain}`);
     await page.getByLabel('Username').fill(username);
     await page.getByLabel('Password').fill(`${username}-password`);
-    await Promise.all([page.waitForURL(t.url('shop')), page.getByRole('button', { name: 'Sign in' }).click()]);
+    await Promise.all([page.waitForURL(t.url('shop')), page.getByRole('button', { name: 'Sign in', exact: true }).click()]);
   }
 
   it("signs in at the portal in the middle of the partner's login, and the partner's sign-out ends the portal session too", async () => {
@@ -103,7 +103,7 @@ describe('the partner app on another domain, through the portal as OpenID Provid
     await page.getByLabel('Username').fill('bob');
     await page.getByLabel('Password').fill('bob-password');
     // The login form's redirect chain ends on another domain: the portal continues it outside the form's CSP.
-    await Promise.all([page.waitForURL(t.url('partner')), page.getByRole('button', { name: 'Sign in' }).click()]);
+    await Promise.all([page.waitForURL(t.url('partner')), page.getByRole('button', { name: 'Sign in', exact: true }).click()]);
     await expect(page.locator('#who').getAttribute('data-user-id')).resolves.toMatch(/\|directory:demo\|bob$/);
 
     await Promise.all([

@@ -1,5 +1,5 @@
-import { Secret, TOTP } from 'otpauth';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { enrolInBrowser, stepUpInBrowser as stepUpWith, totpCodeAt as codeAt } from '../helpers/authenticator-app';
 import { launchChromium } from '../helpers/browser';
 import { startInProcessDemo, type InProcessDemo } from '../helpers/demo-sites';
 import { checkPage } from '../helpers/page-checks';
@@ -10,9 +10,6 @@ import { testRedisStore } from '../helpers/redis';
 // the admin audit page with a code computed here by otpauth, a replayed code and a used recovery code are refused,
 // and factor attempts are throttled. Real cookies, CSP (form-action across subdomains), redirects.
 jest.setTimeout(120_000);
-
-const codeAt = (secret: string, offsetSteps = 0) =>
-  new TOTP({ secret: Secret.fromBase32(secret) }).generate({ timestamp: Date.now() + offsetSteps * 30_000 });
 
 describe('strong authentication in the browser', () => {
   let redis: Awaited<ReturnType<typeof testRedisStore>>;
@@ -53,14 +50,8 @@ describe('strong authentication in the browser', () => {
     await page.waitForURL((url) => url.hostname.startsWith('auth.'));
     await page.getByLabel('Username').fill('alice');
     await page.getByLabel('Password').fill('alice-password');
-    await Promise.all([page.waitForURL((url) => url.href === shop), page.getByRole('button', { name: 'Sign in' }).click()]);
+    await Promise.all([page.waitForURL((url) => url.href === shop), page.getByRole('button', { name: 'Sign in', exact: true }).click()]);
     return page;
-  }
-
-  async function stepUpWith(page: Page, method: 'totp' | 'recovery', code: string): Promise<void> {
-    const form = page.locator(`form[data-method="${method}"]`);
-    await form.locator('input[name="code"]').fill(code);
-    await Promise.all([page.waitForLoadState('load'), form.getByRole('button', { name: 'Continue' }).click()]);
   }
 
   it('enrols an authenticator app on the way to a two-factor page, sees ten recovery codes once, and arrives', async () => {
@@ -69,11 +60,10 @@ describe('strong authentication in the browser', () => {
     await page.waitForURL((url) => url.pathname === '/two-factor/totp');
     await expect(page.locator('figure.qr svg').count()).resolves.toBe(1);
     await checkPage(page, 'portal-totp-enrolment');
-    secret = (await page.locator('[data-totp-secret]').textContent())!.replace(/\s/g, '');
-    enrolmentCode = codeAt(secret);
-    await page.getByLabel('Code from your authenticator app').fill(enrolmentCode);
-    await Promise.all([page.waitForLoadState('load'), page.getByRole('button', { name: 'Turn on' }).click()]);
-    recoveryCodes = await page.locator('[data-recovery-codes] code').allTextContents();
+    const enrolment = await enrolInBrowser(page);
+    secret = enrolment.app.secret;
+    enrolmentCode = enrolment.code;
+    recoveryCodes = enrolment.recoveryCodes;
     expect(recoveryCodes).toHaveLength(10);
     await checkPage(page, 'portal-recovery-codes');
     await Promise.all([page.waitForURL(audit), page.getByRole('link', { name: 'Continue' }).click()]);

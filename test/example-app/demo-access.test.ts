@@ -1,14 +1,14 @@
-import { Secret, TOTP } from 'otpauth';
 import { createAdmin } from '../../example-app/admin/admin';
 import { createAuth } from '../../example-app/auth/auth';
 import { createShop } from '../../example-app/shop/shop';
-import { setCookieValue } from '../helpers/cookies';
+import { enrolOverHttp } from '../helpers/authenticator-app';
 import { portalLogin, startInProcessSite, type InProcessSite } from '../helpers/demo-sites';
 import { expectProblem } from '../helpers/problem';
 import { testRedisStore } from '../helpers/redis';
 
-// The demo's access policy (example-app/common/access.ts): shop one factor, admin's audit page two factors,
-// revoking a session at the portal a fresh second factor; demo users enrol an authenticator app at the portal.
+// The demo's access policy (example-app/common/access.ts): shop one factor, the whole admin site two factors (its
+// audit page recent ones), revoking a session at the portal a fresh second factor; demo users enrol an
+// authenticator app at the portal.
 describe('the demo’s access policy', () => {
   let redis: Awaited<ReturnType<typeof testRedisStore>>;
   let auth: InProcessSite;
@@ -25,10 +25,44 @@ describe('the demo’s access policy', () => {
     await redis.cleanup();
   });
 
-  it('lets a password login into the shop and the admin reports', async () => {
+  it('lets a password login into the shop, and sends it from every admin page to the portal’s step-up page', async () => {
     const cookie = await portalLogin(auth, 'alice', 'alice-password');
     expect((await shop.get('/').set('Cookie', cookie).set('Accept', 'text/html')).status).toBe(200);
-    expect((await admin.get('/').set('Cookie', cookie).set('Accept', 'text/html')).status).toBe(200);
+    for (const path of ['/', '/no-such-page']) {
+      const res = await admin.get(path).set('Cookie', cookie).set('Accept', 'text/html');
+      expect(res.status).toBe(302);
+      const location = new URL(res.headers.location!);
+      expect(`${location.host}${location.pathname}`).toBe(`${auth.host}/step-up`);
+      expect(location.searchParams.get('return_to')).toBe(`http://${admin.host}${path}`);
+      expect(location.searchParams.get('acr')).toBe('2fa');
+      expect(res.text).not.toContain('3 orders today');
+    }
+    // An API client (no browser to send anywhere) is told what is missing, and gets no user data.
+    const me = await admin.get('/me').set('Cookie', cookie);
+    expectProblem(me, 401, 'insufficient_user_authentication');
+    expect(JSON.stringify(me.body)).not.toContain('Alice');
+  });
+
+  it('sends a user without the admin role, and without a second factor, to enrol one before admin answers', async () => {
+    const cookie = await portalLogin(auth, 'bob', 'bob-password');
+    const res = await admin.get('/').set('Cookie', cookie).set('Accept', 'text/html');
+    expect(res.status).toBe(302);
+    const stepUp = new URL(res.headers.location!);
+    expect(stepUp.pathname).toBe('/step-up');
+    // bob has no second factor yet: the step-up page takes him to enrol one, not to a dead end.
+    const next = await auth.get(`${stepUp.pathname}${stepUp.search}`).set('Cookie', cookie).set('Accept', 'text/html');
+    expect(next.status).toBe(303);
+    expect(new URL(next.headers.location!, `http://${auth.host}`).pathname).toBe('/two-factor/totp');
+  });
+
+  it('keeps the health check and the sign-out of admin open without a second factor', async () => {
+    const health = await admin.get('/healthz');
+    expect(health.status).toBe(200);
+    expect(health.body).toMatchObject({ status: 'ok', site: 'admin' });
+    const cookie = await portalLogin(auth, 'bob', 'bob-password');
+    const res = await admin.post('/logout').set('Origin', `http://${admin.host}`).set('Cookie', cookie);
+    expect(res.status).toBe(303);
+    expect((await shop.get('/me').set('Cookie', cookie)).status).toBe(401);
   });
 
   it('sends a password-only session from the admin audit page to the portal’s step-up page', async () => {
@@ -52,21 +86,14 @@ describe('the demo’s access policy', () => {
     expectProblem(res, 401, 'insufficient_user_authentication');
   });
 
-  it('lets a demo user enrol an authenticator app and then open the audit page', async () => {
-    let cookie = await portalLogin(auth, 'alice', 'alice-password');
-    const page = await auth.get('/two-factor/totp').set('Cookie', cookie).set('Accept', 'text/html');
-    expect(page.status).toBe(200);
-    const secret = /data-totp-secret>([A-Z2-7 ]+)</.exec(page.text)![1]!.replace(/ /g, '');
-    const pending = /name="pending" value="([^"]+)"/.exec(page.text)![1]!;
-    const code = new TOTP({ secret: Secret.fromBase32(secret) }).generate();
-    const done = await auth
-      .post('/two-factor/totp')
-      .set('Origin', `http://${auth.host}`)
-      .set('Cookie', cookie)
-      .type('form')
-      .send({ pending, code, return_to: '' });
-    expect(done.status).toBe(200);
-    cookie = setCookieValue(done, 'sso.sid') ?? cookie;
+  it('lets a demo user enrol an authenticator app and then open the admin reports, the audit page and /me', async () => {
+    const { cookie } = await enrolOverHttp(auth, `http://${auth.host}`, await portalLogin(auth, 'alice', 'alice-password'));
+    const reports = await admin.get('/').set('Cookie', cookie).set('Accept', 'text/html');
+    expect(reports.status).toBe(200);
+    expect(reports.text).toContain('3 orders today');
     expect((await admin.get('/audit').set('Cookie', cookie).set('Accept', 'text/html')).status).toBe(200);
+    expect((await admin.get('/me').set('Cookie', cookie)).body).toMatchObject({ id: 'directory:demo|alice', method: 'password' });
+    // Two factors do not open what nobody may see: another address of admin is still its 404.
+    expect((await admin.get('/no-such-page').set('Cookie', cookie).set('Accept', 'text/html')).status).toBe(404);
   });
 });

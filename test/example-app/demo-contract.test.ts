@@ -1,3 +1,4 @@
+import { enrolOverHttp } from '../helpers/authenticator-app';
 import { setCookieLine, setCookieValue } from '../helpers/cookies';
 import { startDemoProcesses, type DemoProcesses } from '../helpers/demo';
 import { expectProblem } from '../helpers/problem';
@@ -17,6 +18,12 @@ describe('the demo contract', () => {
   });
 
   const origin = (site: 'auth' | 'shop' | 'admin') => new URL(t.url(site)).origin;
+  /** Admin asks two factors: a user's login raised by enrolling an authenticator app at the portal. */
+  const twoFactorLogin = async (username: string) =>
+    (await enrolOverHttp(t.site('auth'), origin('auth'), await t.login(username, `${username}-password`))).cookie;
+  let aliceTwoFactors: Promise<string> | undefined;
+  // alice enrols once (a second enrolment would replace her app); her raised login serves every test that needs it.
+  const aliceWithTwoFactors = () => (aliceTwoFactors ??= twoFactorLogin('alice'));
 
   describe('POST auth/login', () => {
     it('answers 302 to return_to with the session cookie for the parent domain', async () => {
@@ -58,12 +65,19 @@ describe('the demo contract', () => {
   });
 
   describe('GET /me on shop and admin', () => {
-    it('returns { id, name, roles, method } on both apps after one login (single sign-on)', async () => {
+    it('returns { id, name, roles, method } on both apps after one login (single sign-on), admin once two factors are done', async () => {
       const cookie = await t.login('alice', 'alice-password');
+      const alice = { id: 'directory:demo|alice', name: 'Alice Example', roles: ['admin'], method: 'password' };
+      const shop = await t.site('shop').get('/me').set('Cookie', cookie);
+      expect(shop.status).toBe(200);
+      expect(shop.body).toEqual(alice);
+      // The password alone does not open admin, not even its /me.
+      expectProblem(await t.site('admin').get('/me').set('Cookie', cookie), 401, 'insufficient_user_authentication');
+      const raised = await aliceWithTwoFactors();
       for (const site of ['shop', 'admin'] as const) {
-        const res = await t.site(site).get('/me').set('Cookie', cookie);
+        const res = await t.site(site).get('/me').set('Cookie', raised);
         expect(res.status).toBe(200);
-        expect(res.body).toEqual({ id: 'directory:demo|alice', name: 'Alice Example', roles: ['admin'], method: 'password' });
+        expect(res.body).toEqual(alice);
       }
     });
 
@@ -95,7 +109,7 @@ describe('the demo contract', () => {
 
   describe('pages', () => {
     it('shows who is logged in and how on shop and admin, with a POST sign-out button', async () => {
-      const cookie = await t.login('alice', 'alice-password');
+      const cookie = await aliceWithTwoFactors();
       for (const site of ['shop', 'admin'] as const) {
         const res = await t.site(site).get('/').set('Cookie', cookie).set('Accept', 'text/html');
         expect(res.status).toBe(200);
@@ -112,8 +126,19 @@ describe('the demo contract', () => {
       expect(res.headers.location).toBe(`${t.url('auth', '/login')}?return_to=${encodeURIComponent(t.url('shop', '/'))}`);
     });
 
-    it('gives bob, who lacks the admin role, a friendly 403 page on admin', async () => {
-      const cookie = await t.login('bob', 'bob-password');
+    it('sends a browser with a password-only login from admin to the portal’s step-up page, with return_to', async () => {
+      const res = await t
+        .site('admin')
+        .get('/')
+        .set('Cookie', await t.login('alice', 'alice-password'))
+        .set('Accept', 'text/html');
+      expect(res.status).toBe(302);
+      expect(res.headers.location).toBe(`${t.url('auth', '/step-up')}?return_to=${encodeURIComponent(t.url('admin', '/'))}&acr=2fa`);
+      expect(res.text).not.toContain('3 orders today');
+    });
+
+    it('gives bob, who lacks the admin role, a friendly 403 page on admin once he has two factors', async () => {
+      const cookie = await twoFactorLogin('bob');
       const res = await t.site('admin').get('/').set('Cookie', cookie).set('Accept', 'text/html');
       expect(res.status).toBe(403);
       expect(res.headers['content-type']).toMatch(/^text\/html/);

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { connect } from 'node:net';
 import { resolve } from 'node:path';
+import { enrolOverHttp } from '../helpers/authenticator-app';
 import { isRunning, startDemoProcesses, type DemoProcesses } from '../helpers/demo';
 
 // npm run demo without a Redis of its own: it starts a private redis-server that every site shares, and stops it
@@ -20,7 +21,12 @@ function portAnswers(port: number): Promise<boolean> {
 }
 
 async function expectSingleSignOn(demo: DemoProcesses): Promise<void> {
-  const cookie = await demo.login('alice', 'alice-password');
+  const password = await demo.login('alice', 'alice-password');
+  const shop = await demo.site('shop').get('/me').set('Cookie', password);
+  expect(shop.body).toMatchObject({ id: 'directory:demo|alice', method: 'password' });
+  // Admin asks two factors: the same login, raised by enrolling an authenticator app at the portal.
+  expect((await demo.site('admin').get('/me').set('Cookie', password)).status).toBe(401);
+  const { cookie } = await enrolOverHttp(demo.site('auth'), new URL(demo.url('auth')).origin, password);
   for (const site of ['shop', 'admin'] as const) {
     const me = await demo.site(site).get('/me').set('Cookie', cookie);
     expect(me.body).toMatchObject({ id: 'directory:demo|alice', method: 'password' });
