@@ -16,6 +16,7 @@ module.exports = {
     '<rootDir>/test/session/sessions-resource.test.ts',
     '<rootDir>/test/portal/login-portal.test.ts',
     '<rootDir>/test/portal/passkey-routes.test.ts',
+    '<rootDir>/test/portal/passkey-factor.test.ts',
     '<rootDir>/test/security/csrf.test.ts',
     '<rootDir>/test/security/bad-input.test.ts',
     '<rootDir>/test/oidc/callback.test.ts',

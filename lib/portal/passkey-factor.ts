@@ -16,11 +16,13 @@ const MAX_RESPONSE = 8192;
  * `swk`, with `user` when verified) is what the session records.
  *
  * @example
- * const methods = [passkeyFactor(passkeySettings)];
+ * const methods = [passkeyFactor(passkeySettings, '/portal-assets')];
  */
-export function passkeyFactor(settings: PasskeySettings): SecondFactor {
+export function passkeyFactor(settings: PasskeySettings, assetsPath: string): SecondFactor {
   return {
     id: 'passkey',
+    // The browser helper and the code that signs the step-up challenge, served by the portal itself.
+    scripts: [`${assetsPath}/passkeys.js`],
     label: 'Use a passkey',
     amr: 'hwk',
     level: 'phr',

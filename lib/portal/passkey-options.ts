@@ -19,6 +19,11 @@ export interface PortalPasskeyOptions {
   challengeTimeoutSeconds?: number;
   /** Failed passkey sign-ins allowed per network (IPv6 per /64) within a window. Default 10 per 900 seconds. */
   throttle?: ThrottleLimit;
+  /**
+   * Sign-in challenges one network (IPv6 per /64) may ask for per minute; each is kept in the store until it expires,
+   * so an unbounded number would let anyone fill it. Default 120 (the login page asks one per view).
+   */
+  challengesPerMinute?: number;
 }
 
 /** The portal's passkey settings, checked and with defaults applied. */
@@ -29,6 +34,7 @@ export interface PasskeySettings {
   recentLoginSeconds: number;
   challengeTimeoutSeconds: number;
   throttle: ThrottleLimit;
+  challengesPerMinute: number;
   /** The ceremonies for a parent domain (the session cookie's, unless `rpId` is set), built once per domain. */
   ceremonies(cookieDomain: string): PasskeyCeremonies;
 }
@@ -42,6 +48,7 @@ const SCHEMA: OptionSchema = {
   rpName: { type: 'string', check: (name: string) => (name.trim() === '' ? 'must not be empty' : undefined) },
   recentLoginSeconds: SECONDS(30, 86_400),
   challengeTimeoutSeconds: SECONDS(30, 900),
+  challengesPerMinute: { type: 'integer', expected: 'a whole number from 1 to 100000', check: within(1, 100_000) },
   throttle: {
     type: 'object',
     expected: '{ failures, windowSeconds }',
@@ -67,6 +74,7 @@ export function resolvePasskeyOptions(options: PortalPasskeyOptions, store: KeyV
     recentLoginSeconds: options.recentLoginSeconds ?? 600,
     challengeTimeoutSeconds,
     throttle: { failures: options.throttle?.failures ?? 10, windowSeconds: options.throttle?.windowSeconds ?? 900 },
+    challengesPerMinute: options.challengesPerMinute ?? 120,
     ceremonies(cookieDomain) {
       const domain = rpId ?? cookieDomain;
       let found = byDomain.get(domain);

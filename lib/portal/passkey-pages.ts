@@ -27,8 +27,8 @@ export interface PasskeysPageModel {
   passkeys: PasskeyRow[];
   /** The router's base path, e.g. '' or '/auth'. */
   basePath: string;
-  /** Where to sign in again when the login is too old to add a passkey; undefined when it is recent enough. */
-  reauthenticateUrl?: string;
+  /** Where to go first when a passkey cannot be added yet (sign in again, or a second factor), and the link's text. */
+  reauthenticate?: { url: string; label: string };
   notice?: string;
   /** The instant times are counted from, epoch milliseconds. Default now. */
   now?: number;
@@ -72,8 +72,8 @@ export function renderPasskeysPage(model: PasskeysPageModel): string {
   const base = escapeHtml(model.basePath);
   const items = model.passkeys.map((row) => passkeyItem(row, model.basePath, now)).join('');
   const notice = model.notice ? `<p class="notice" role="status">${escapeHtml(model.notice)}</p>` : '';
-  const add = model.reauthenticateUrl
-    ? `<p>To add a passkey, <a href="${escapeHtml(model.reauthenticateUrl)}">sign in again</a> first.</p>`
+  const add = model.reauthenticate
+    ? `<p>To add a passkey, <a href="${escapeHtml(model.reauthenticate.url)}">${escapeHtml(model.reauthenticate.label)}</a> first.</p>`
     : `<div class="field"><label for="passkey-name">Name of the new passkey</label>` +
       `<input id="passkey-name" type="text" maxlength="64" placeholder="Laptop, phone, security key"></div>` +
       `<button type="button" id="passkey-add" hidden>Add a passkey</button>`;

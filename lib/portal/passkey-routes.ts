@@ -1,23 +1,25 @@
-import express, { Router, type NextFunction, type Request, type Response } from 'express';
-import { PasskeyVerificationError, type PasskeyAssertion } from '../credentials/passkey-ceremonies';
-import { BadRequestError, ConflictError, ForbiddenError, TooManyRequestsError, UnauthorizedError } from '../http/errors';
+import express, { Router, type Request, type Response } from 'express';
+import { BadRequestError, ForbiddenError, UnauthorizedError } from '../http/errors';
 import { authenticationOf } from '../session/authentication';
-import { establishLogin } from '../session/establish-login';
-import { parseIdentityId } from '../session/identity';
+import { meetsRequirement } from '../session/step-up';
 import type { SessionUser } from '../session/types';
 import { guarded } from '../http/handlers';
-import { debugChannel } from '../util/debug';
 import { requestOrigin } from '../util/request-origin';
-import { clientNetwork } from './client-network';
 import { allowSameOriginReferrer } from './login-page';
 import type { PasskeySettings } from './passkey-options';
 import { passkeyScript, renderPasskeysPage } from './passkey-pages';
-import { PasskeyThrottle } from './passkey-throttle';
+import { mountPasskeySignIn, refusedProblem } from './passkey-sign-in-routes';
 import type { PortalSettings } from './portal-options';
-import { oneString, requireSameOrigin, safeReturnTo, ssoContext } from './portal-request';
+import { oneString, requireSameOrigin, ssoContext } from './portal-request';
 
-const debug = debugChannel('portal');
-const REFUSED = 'This passkey could not sign you in.';
+/** Why a passkey cannot be added now, and where the user can fix it. */
+interface AddRefusal {
+  code: 'recent_login_required' | 'second_factor_required';
+  detail: string;
+  url: string;
+  label: string;
+}
+
 const NOTICES: Record<string, string> = {
   added: 'The passkey was added.',
   renamed: 'The passkey was renamed.',
@@ -29,17 +31,6 @@ function passkeyName(raw: unknown): string | undefined {
   // Control characters would let a name break the page's layout or a log line; the form limits the length too.
   if (name.length > 64 || /[\p{Cc}\p{Cf}]/u.test(name)) return undefined;
   return name === '' ? 'Passkey' : name;
-}
-
-/** Maps a refused ceremony to the problem the browser gets: one generic message, the reason only in the debug log. */
-function refusedProblem(error: unknown): unknown {
-  if (!(error instanceof PasskeyVerificationError)) return error;
-  debug('refused a passkey: %s', error.reason);
-  if (error.reason === 'malformed')
-    return new BadRequestError({ code: 'invalid_passkey_response', detail: 'The passkey response is malformed.' });
-  if (error.reason === 'already_registered')
-    return new ConflictError({ code: 'passkey_exists', detail: 'This passkey is already registered.' });
-  return new UnauthorizedError({ code: 'passkey_refused', detail: REFUSED });
 }
 
 /**
@@ -56,7 +47,6 @@ export function passkeyRoutes(portal: PortalSettings, settings: PasskeySettings)
   const router = Router();
   const json = express.json({ limit: '32kb', strict: true });
   const form = express.urlencoded({ extended: false, limit: '4kb', parameterLimit: 4 });
-  const throttle = new PasskeyThrottle(portal.store, settings.throttle);
   const { assetsPath, allowedOrigins } = portal;
   const ceremonies = (req: Request) => settings.ceremonies(ssoContext(req).cookie.domain);
 
@@ -69,13 +59,52 @@ export function passkeyRoutes(portal: PortalSettings, settings: PasskeySettings)
     return req.user;
   }
 
-  function loginIsRecent(user: SessionUser): boolean {
-    return Date.now() / 1000 - authenticationOf(user).authTime <= settings.recentLoginSeconds;
-  }
-
   function reauthenticateUrl(req: Request): string {
     const origin = requestOrigin(req) ?? '';
     return `${req.baseUrl}/login?prompt=login&return_to=${encodeURIComponent(`${origin}${req.baseUrl}/passkeys`)}`;
+  }
+
+  async function hasSecondFactor(userId: string): Promise<boolean> {
+    if ((await settings.credentials.listPasskeys(userId)).length > 0) return true;
+    for (const method of portal.twoFactor?.methods ?? []) {
+      if (method.id !== 'passkey' && (await method.isAvailable(userId))) return true;
+    }
+    return false;
+  }
+
+  /**
+   * Why the user may not add a passkey now, or undefined. A passkey is a strong factor (a passwordless sign-in is
+   * `phr`), so it must not be planted with less than the account already takes: a recent login for a user without a
+   * second factor, and a recent second factor for a user who has one (a passkey, an authenticator app, recovery
+   * codes); otherwise a stolen password, or a stolen session, would buy a phishing-resistant factor.
+   */
+  async function refusalToAdd(req: Request, user: SessionUser): Promise<AddRefusal | undefined> {
+    const now = Math.floor(Date.now() / 1000);
+    const authentication = authenticationOf(user);
+    if (now - authentication.authTime > settings.recentLoginSeconds) {
+      return {
+        code: 'recent_login_required',
+        detail: 'Sign in again to add a passkey.',
+        url: reauthenticateUrl(req),
+        label: 'sign in again',
+      };
+    }
+    if (!(await hasSecondFactor(user.id))) return undefined;
+    if (meetsRequirement(authentication, { acr: '2fa', maxAgeSeconds: settings.recentLoginSeconds }, now)) return undefined;
+    const back = encodeURIComponent(`${requestOrigin(req) ?? ''}${req.baseUrl}/passkeys`);
+    return {
+      code: 'second_factor_required',
+      detail: 'Confirm it is you with your second factor to add a passkey.',
+      url: portal.twoFactor
+        ? `${req.baseUrl}/step-up?acr=2fa&max_age=${settings.recentLoginSeconds}&return_to=${back}`
+        : reauthenticateUrl(req),
+      label: portal.twoFactor ? 'confirm it is you with your second factor' : 'sign in again with your passkey',
+    };
+  }
+
+  async function requireMayAdd(req: Request, user: SessionUser): Promise<void> {
+    const refusal = await refusalToAdd(req, user);
+    if (refusal !== undefined) throw new UnauthorizedError({ code: refusal.code, detail: refusal.detail });
   }
 
   router.get(`${assetsPath}/passkeys.js`, function passkeyPageScript(_req: Request, res: Response) {
@@ -92,6 +121,7 @@ export function passkeyRoutes(portal: PortalSettings, settings: PasskeySettings)
       }
       const user = directoryUser(req);
       const passkeys = await settings.credentials.listPasskeys(user.id);
+      const refusal = await refusalToAdd(req, user);
       const notice = NOTICES[Object.keys(NOTICES).find((key) => req.query[key] === '1') ?? ''];
       allowSameOriginReferrer(res);
       res.setHeader('Cache-Control', 'no-store');
@@ -107,7 +137,7 @@ export function passkeyRoutes(portal: PortalSettings, settings: PasskeySettings)
             synced: p.deviceType === 'multiDevice',
             ...(p.lastUsedAt === undefined ? {} : { lastUsedAt: p.lastUsedAt }),
           })),
-          ...(loginIsRecent(user) ? {} : { reauthenticateUrl: reauthenticateUrl(req) }),
+          ...(refusal === undefined ? {} : { reauthenticate: { url: refusal.url, label: refusal.label } }),
           ...(notice ? { notice } : {}),
         }),
       );
@@ -120,9 +150,7 @@ export function passkeyRoutes(portal: PortalSettings, settings: PasskeySettings)
       requireSameOrigin(req, allowedOrigins);
       const user = directoryUser(req);
       // A stolen session alone must not be able to plant a lasting credential: adding one needs a fresh login.
-      if (!loginIsRecent(user)) {
-        throw new UnauthorizedError({ code: 'recent_login_required', detail: 'Sign in again to add a passkey.' });
-      }
+      await requireMayAdd(req, user);
       res.setHeader('Cache-Control', 'no-store');
       res.json(await ceremonies(req).registrationOptions({ id: user.id, name: user.name, displayName: user.name }));
     }),
@@ -134,7 +162,7 @@ export function passkeyRoutes(portal: PortalSettings, settings: PasskeySettings)
     guarded(async function register(req: Request, res: Response) {
       requireSameOrigin(req, allowedOrigins);
       const user = directoryUser(req);
-      if (!loginIsRecent(user)) throw new UnauthorizedError({ code: 'recent_login_required', detail: 'Sign in again to add a passkey.' });
+      await requireMayAdd(req, user);
       const body = (req.body ?? {}) as Record<string, unknown>;
       const name = passkeyName(body.name);
       if (name === undefined)
@@ -177,67 +205,7 @@ export function passkeyRoutes(portal: PortalSettings, settings: PasskeySettings)
     }),
   );
 
-  router.post(
-    '/passkeys/step-up/options',
-    guarded(async function stepUpOptions(req: Request, res: Response) {
-      requireSameOrigin(req, allowedOrigins);
-      // A second factor for the signed-in user: only that user's passkeys are offered, and only they verify.
-      if (!req.user) throw new UnauthorizedError({ code: 'session_required', detail: 'Sign in first.' });
-      res.setHeader('Cache-Control', 'no-store');
-      res.json(await ceremonies(req).authenticationOptions(req.user.id));
-    }),
-  );
-
-  router.post(
-    '/passkeys/sign-in/options',
-    guarded(async function signInOptions(req: Request, res: Response) {
-      requireSameOrigin(req, allowedOrigins);
-      res.setHeader('Cache-Control', 'no-store');
-      res.json(await ceremonies(req).authenticationOptions());
-    }),
-  );
-
-  router.post(
-    '/passkeys/sign-in',
-    json,
-    guarded(async function signIn(req: Request, res: Response, next: NextFunction) {
-      requireSameOrigin(req, allowedOrigins);
-      const body = (req.body ?? {}) as Record<string, unknown>;
-      const returnTo = safeReturnTo(req, body.return_to);
-      const attempt = await throttle.attempt([`network:${clientNetwork(req.ip ?? req.socket.remoteAddress ?? '')}`]);
-      if (!attempt.allowed) {
-        throw new TooManyRequestsError(attempt.retryAfterSeconds, { detail: 'Too many failed passkey attempts. Try again later.' });
-      }
-      let assertion: PasskeyAssertion;
-      try {
-        assertion = await ceremonies(req).verifyAuthentication(body.response);
-      } catch (error) {
-        next(refusedProblem(error));
-        return;
-      }
-      // The credential signs in its stored owner, who must still be an enabled user of this portal's directory.
-      const identity = parseIdentityId(assertion.passkey.userId);
-      const user = identity?.source === portal.directorySource ? await portal.users.findById(identity.subject) : null;
-      if (!identity || !user || user.disabled === true) {
-        debug('refused a passkey sign-in: its owner is not an enabled user of the directory');
-        throw new UnauthorizedError({ code: 'passkey_refused', detail: REFUSED });
-      }
-      await attempt.succeeded();
-      await establishLogin(req, {
-        source: identity.source,
-        subject: identity.subject,
-        name: user.name,
-        roles: user.roles,
-        method: 'passkey',
-        // Passwordless sign-in requires user verification: possession of the key plus the PIN or biometrics that
-        // unlocked it, bound to the origin, so it stands for two factors at the phishing-resistant level.
-        authentication: { amr: assertion.amr, acr: 'phr' },
-        ...(user.attributes ? { attributes: user.attributes } : {}),
-      });
-      res.setHeader('Cache-Control', 'no-store');
-      res.json({ redirect: returnTo || ssoContext(req).redirects.defaultUrl });
-    }),
-  );
+  mountPasskeySignIn(router, portal, settings);
 
   return router;
 }

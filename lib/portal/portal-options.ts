@@ -122,7 +122,10 @@ export function resolvePortalOptions(options: LoginPortalOptions): PortalSetting
   const twoFactor =
     options.twoFactor === undefined || passkeys === undefined
       ? options.twoFactor
-      : { ...options.twoFactor, methods: [...(options.twoFactor.methods ?? []), passkeyFactor(passkeys)] };
+      : {
+          ...options.twoFactor,
+          methods: [...(options.twoFactor.methods ?? []), passkeyFactor(passkeys, options.assetsPath ?? '/portal-assets')],
+        };
   resolveThrottleOptions('loginPortal throttle', throttle);
   let allowedOrigins: ReadonlySet<string>;
   try {

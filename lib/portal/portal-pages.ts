@@ -52,7 +52,7 @@ export function renderLoginPage(model: LoginPageModel): string {
   const others = links.map((link) => `<li><a class="button secondary" href="${escapeHtml(link.href)}">${escapeHtml(link.label)}</a></li>`);
   const passkey = model.passkeys
     ? '<p class="alert" role="alert" id="passkey-status" hidden></p>' +
-      '<button type="button" id="passkey-sign-in" class="block secondary" hidden>Sign in with a passkey</button>'
+      '<button type="button" id="passkey-sign-in" class="block secondary" hidden>Use a passkey</button>'
     : '';
   const alternatives =
     others.length || passkey

@@ -75,8 +75,6 @@ export function renderStepUpPage(model: StepUpPageModel): string {
   return renderPage({
     title: 'Confirm it is you',
     ...assets(model.assetsPath),
-    // The passkey method needs the browser helper, which the passkeys script carries with the portal's own.
-    ...(model.methods.some((method) => method.id === 'passkey') ? { scriptUrl: `${model.assetsPath}/passkeys.js` } : {}),
     body: `<h1>Confirm it is you</h1>${alert}<p>${escapeHtml(intro)}</p>${forms.join('')}${scripts}`,
   });
 }

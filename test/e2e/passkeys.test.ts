@@ -14,7 +14,10 @@ interface VirtualAuthenticator {
   authenticatorId: string;
 }
 
-async function addVirtualAuthenticator(page: Page): Promise<VirtualAuthenticator> {
+/** The passkeys the journeys registered, by user, with their private keys, to carry into a later browser. */
+const saved = new Map<string, unknown>();
+
+async function addVirtualAuthenticator(page: Page, carry?: string): Promise<VirtualAuthenticator> {
   const cdp = await page.context().newCDPSession(page);
   await cdp.send('WebAuthn.enable');
   const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
@@ -27,7 +30,15 @@ async function addVirtualAuthenticator(page: Page): Promise<VirtualAuthenticator
       automaticPresenceSimulation: true,
     },
   });
+  if (carry !== undefined) {
+    await cdp.send('WebAuthn.addCredential', { authenticatorId, credential: saved.get(carry) as never });
+  }
   return { cdp, authenticatorId };
+}
+
+async function savePasskey(authenticator: VirtualAuthenticator, username: string): Promise<void> {
+  const { credentials } = await authenticator.cdp.send('WebAuthn.getCredentials', { authenticatorId: authenticator.authenticatorId });
+  saved.set(username, credentials[0]);
 }
 
 /** Makes the page's browser look like one without passkey autofill, so sign-in goes through the button. */
@@ -116,15 +127,17 @@ describe('passkeys in the browser', () => {
     await page.waitForURL((url) => url.hostname === `auth.${t.domain}`);
     await expect(page.locator('#username').getAttribute('autocomplete')).resolves.toBe('username webauthn');
     await checkPage(page, 'portal-login-passkeys');
-    await Promise.all([page.waitForURL(t.url('admin')), page.getByRole('button', { name: 'Sign in with a passkey' }).click()]);
+    await Promise.all([page.waitForURL(t.url('admin')), page.getByRole('button', { name: 'Use a passkey' }).click()]);
     await expect(page.locator('#who').getAttribute('data-method')).resolves.toBe('passkey');
     expect(cspViolations).toEqual([]);
+    // Saved as it is now: a copy with an older signature counter would be refused as a clone.
+    await savePasskey(authenticator, 'alice');
     await context.close();
   });
 
   it("refuses Chromium's own assertion when it is replayed", async () => {
     const { context, page } = await newPage();
-    await addVirtualAuthenticator(page);
+    const authenticator = await addVirtualAuthenticator(page);
     await withoutAutofill(page);
     await passwordLogin(page, 'bob', t.url('auth', '/passkeys'));
     await addPasskey(page, 'Bob key');
@@ -134,7 +147,7 @@ describe('passkeys in the browser', () => {
       if (req.method() === 'POST' && new URL(req.url()).pathname === '/passkeys/sign-in') posted = req.postData() ?? undefined;
     });
     await page.goto(`${t.url('auth', '/login')}?return_to=${encodeURIComponent(t.url('shop'))}`);
-    await Promise.all([page.waitForURL(t.url('shop')), page.getByRole('button', { name: 'Sign in with a passkey' }).click()]);
+    await Promise.all([page.waitForURL(t.url('shop')), page.getByRole('button', { name: 'Use a passkey' }).click()]);
     expect(posted).toBeDefined();
     // The same signed response again, from the portal's own origin: its challenge was spent by the first use.
     await page.goto(t.url('auth', '/login'));
@@ -143,15 +156,15 @@ describe('passkeys in the browser', () => {
       return { status: res.status, body: (await res.json()) as { code?: string } };
     }, posted!);
     expect(replay).toEqual({ status: 401, body: expect.objectContaining({ code: 'passkey_refused' }) });
+    await savePasskey(authenticator, 'bob');
     await context.close();
   });
 
   it('steps up to phishing-resistant with the passkey on the step-up page, and comes back', async () => {
     const { context, page } = await newPage();
-    await addVirtualAuthenticator(page);
+    await addVirtualAuthenticator(page, 'bob');
     await withoutAutofill(page);
-    await passwordLogin(page, 'bob', t.url('auth', '/passkeys'));
-    await addPasskey(page, 'Step-up key');
+    await passwordLogin(page, 'bob', t.url('shop'));
     const stepUp = `${t.url('auth', '/step-up')}?acr=phr&return_to=${encodeURIComponent(t.url('shop'))}`;
     await page.goto(stepUp);
     const passkey = page.locator('form[data-method="passkey"]');
@@ -163,10 +176,32 @@ describe('passkeys in the browser', () => {
     await context.close();
   });
 
-  it('lists, renames and removes the user’s passkeys', async () => {
+  it('asks a user who has a passkey for a second factor before adding another, then lists, renames and removes', async () => {
     const { context, page } = await newPage();
-    await addVirtualAuthenticator(page);
+    const authenticator = await addVirtualAuthenticator(page, 'alice');
+    await withoutAutofill(page);
+    // A password alone (a stolen one, say) does not add a passkey to an account that has a second factor.
     await passwordLogin(page, 'alice', t.url('auth', '/passkeys'));
+    await expect(page.locator('#passkey-add').count()).resolves.toBe(0);
+    const refused = await page.evaluate(async () => (await fetch('/passkeys/registration/options', { method: 'POST' })).status);
+    expect(refused).toBe(401);
+    await page.getByRole('link', { name: 'confirm it is you with your second factor' }).click();
+    await page.waitForURL((url) => url.pathname === '/step-up');
+    await Promise.all([
+      page.waitForURL(t.url('auth', '/passkeys')),
+      page.locator('form[data-method="passkey"]').getByRole('button', { name: 'Continue' }).click(),
+    ]);
+    // The same authenticator is not registered twice: it holds a credential the options exclude.
+    await page.getByLabel('Name of the new passkey').fill('Same device');
+    await page.getByRole('button', { name: 'Add a passkey' }).click();
+    await page.locator('#passkey-status:not([hidden])').waitFor();
+    await expect(page.locator('.device').count()).resolves.toBe(1);
+    // Another device (here: the same virtual authenticator emptied) can be added.
+    const held = (await authenticator.cdp.send('WebAuthn.getCredentials', { authenticatorId: authenticator.authenticatorId })).credentials;
+    await authenticator.cdp.send('WebAuthn.removeCredential', {
+      authenticatorId: authenticator.authenticatorId,
+      credentialId: held[0]!.credentialId,
+    });
     await addPasskey(page, 'Second key');
     const item = page.locator('li', { hasText: 'Second key' });
     await item.getByLabel('New name for Second key').fill('Renamed key');

@@ -168,6 +168,19 @@ describe('loginPortal passkeys', () => {
     expect(page.text).not.toContain('id="passkey-add"');
   });
 
+  it('asks a user who has a passkey for a fresh second factor, not a password alone, before adding another', async () => {
+    const device = await register(await passwordLogin('alice'));
+    // A fresh password login (a stolen password, say) is one factor: it does not plant a second passkey.
+    const password = await passwordLogin('alice');
+    expectProblem(await fromPortal(request(app).post('/passkeys/registration/options'), password), 401, 'second_factor_required');
+    const page = await fromPortal(request(app).get('/passkeys'), password);
+    expect(page.text).toContain('sign in again with your passkey</a>');
+    expect(page.text).not.toContain('id="passkey-add"');
+    // Signed in with the passkey itself, the user may add another.
+    const withPasskey = setCookieValue(await passkeySignIn(device), COOKIE)!;
+    expect((await fromPortal(request(app).post('/passkeys/registration/options'), withPasskey)).status).toBe(200);
+  });
+
   it('refuses passkey management without a session', async () => {
     expectProblem(await fromPortal(request(app).post('/passkeys/registration/options')), 401, 'session_required');
     const page = await fromPortal(request(app).get('/passkeys'));
@@ -239,6 +252,15 @@ describe('loginPortal passkeys', () => {
       response: device.assert(options.body, AUTH_ORIGIN),
     });
     expect(other.status).toBe(200);
+  });
+
+  it('limits the sign-in challenges one network may ask for, so nobody can fill the store with them', async () => {
+    app = buildApp(redis.store, credentials, { challengesPerMinute: 3 });
+    for (let i = 0; i < 3; i += 1) expect((await fromPortal(request(app).post('/passkeys/sign-in/options'))).status).toBe(200);
+    const refused = await fromPortal(request(app).post('/passkeys/sign-in/options'));
+    expectProblem(refused, 429, 'too_many_requests');
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+    expect((await fromPortal(request(app).post('/passkeys/sign-in/options'), undefined, AUTH_ORIGIN, '198.51.100.7')).status).toBe(200);
   });
 
   it('answers malformed input with 400 and changes nothing', async () => {
