@@ -77,6 +77,44 @@ describe('ssoSession({ cache }): sessions cached per process, kept coherent by R
     }
   });
 
+  /** Holds back everything Redis sends to the shop's invalidation connection, as a slow network would. */
+  const holdInvalidations = (): (() => void) => {
+    const trackers = (shop.sso.cache as unknown as { trackers: Map<string, { connection: { stream: { pause(): void; resume(): void } } }> })
+      .trackers;
+    const streams = [...trackers.values()].map((tracker) => tracker.connection.stream);
+    for (const stream of streams) stream.pause();
+    return () => {
+      for (const stream of streams) stream.resume();
+    };
+  };
+
+  it('sees its own revocations at once, even before their invalidation messages arrive', async () => {
+    const cookie = await login('henry');
+    await warm(cookie);
+    const release = holdInvalidations();
+    try {
+      await shop.sso.manager.logoutEverywhere(userId('henry'));
+      expect((shop.sso.cache as SessionCache).lookup(sessionKey(prefix, cookie))).toBeUndefined();
+      expect((await request(shop, 'GET', '/me', cookie)).status).toBe(401);
+    } finally {
+      release();
+    }
+  });
+
+  it('sees its own logout at once, even before its invalidation message arrives', async () => {
+    const res = await request(shop, 'POST', '/login/ida');
+    const cookie = (res.headers['set-cookie'] ?? []).find((line) => line.startsWith(`${SESSION_COOKIE}=`))!.split(';')[0]!;
+    await warm(cookie);
+    const release = holdInvalidations();
+    try {
+      expect((await request(shop, 'POST', '/logout', cookie)).status).toBe(204);
+      expect((shop.sso.cache as SessionCache).lookup(sessionKey(prefix, cookie))).toBeUndefined();
+      expect((await request(shop, 'GET', '/me', cookie)).status).toBe(401);
+    } finally {
+      release();
+    }
+  });
+
   it('never serves a session revoked while its invalidation connection was down', async () => {
     const cookie = await login('dave');
     await warm(cookie);
