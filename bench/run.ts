@@ -310,8 +310,10 @@ async function main(): Promise<void> {
       try {
         const curves = await runCurves(settings, placement, generator);
         curvesMarkdown = curvesSection(curves, qrInFlight);
-        await writeFile(join(__dirname, 'curves.svg'), curvesSvg(curvePanels(curves, qrInFlight)));
-        console.log('wrote bench/curves.svg');
+        if (write) {
+          await writeFile(join(__dirname, 'curves.svg'), curvesSvg(curvePanels(curves, qrInFlight)));
+          console.log('wrote bench/curves.svg');
+        }
       } catch (error) {
         curvesMarkdown = `Not measured: ${(error as Error).message}`;
         console.log(`  curves failed: ${(error as Error).message}`);

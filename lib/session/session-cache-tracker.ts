@@ -74,6 +74,29 @@ export class SessionInvalidationTracker {
     if (wasReady || !this.closing) this.events.trackerLost(why);
   }
 
+  /**
+   * Resolves once every invalidation Redis queued for this connection before now has been handled: a PING on the
+   * same connection is answered after them. A connection that does not answer within `timeoutMs` is treated as lost.
+   */
+  async settle(timeoutMs: number): Promise<void> {
+    if (!this.isReady) return;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), timeoutMs);
+    });
+    try {
+      const outcome = await Promise.race([this.connection.ping().then(() => 'answered' as const), timedOut]);
+      if (outcome === 'timeout') {
+        this.lost('it did not answer a PING');
+        this.connection.disconnect(true);
+      }
+    } catch (error) {
+      this.lost(`a PING failed (${(error as Error).name})`);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   async close(): Promise<void> {
     this.closing = true;
     this.isReady = false;

@@ -28,6 +28,8 @@ const debug = debugChannel('session');
  * only after tracking is on again.
  */
 export const SESSION_CACHE_CONNECTION_NAME = 'sso-session-cache';
+// Longer than a healthy PING, shorter than the kit's 2 s command timeout.
+const SETTLE_TIMEOUT_MS = 1000;
 const TRACKER_CONNECTION = { connectionName: SESSION_CACHE_CONNECTION_NAME, autoResubscribe: false, lazyConnect: false };
 
 const SCHEMA: OptionSchema = {
@@ -160,6 +162,14 @@ export class SessionCache implements TrackerEvents, SsoSessionCacheStatus {
       this.invalidatedAt.clear();
       this.floor = this.sequence;
     }
+  }
+
+  /**
+   * Resolves once the invalidations of every write this process finished before the call have been applied here,
+   * so the process reads its own revocations and logouts at once. Used after the session manager's deletes.
+   */
+  async settle(): Promise<void> {
+    await Promise.all([...this.trackers.values()].map((tracker) => tracker.settle(SETTLE_TIMEOUT_MS)));
   }
 
   /** Empties the cache; reads in flight are not cached. */

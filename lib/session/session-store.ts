@@ -291,11 +291,26 @@ export class SsoRedisSessionStore extends ConnectRedisStore implements EngineSto
     } catch (error) {
       failure = error;
     }
+    // This process reads its own write at once, without waiting for Redis's invalidation message.
+    this.cache?.invalidate([this.prefix + sessionId]);
     return finish(callback, failure);
   }
 
   override createSession(req: Request, data: SessionData): session.Session & SessionData {
     return keepSavedText(super.createSession(req, data), data);
+  }
+
+  override async destroy(sessionId: string, callback?: StoreCallback): Promise<unknown> {
+    let failure: unknown;
+    try {
+      await super.destroy(sessionId);
+    } catch (error) {
+      failure = error;
+    } finally {
+      // After the delete: a read that raced it is not kept, and this process sees the logout at once.
+      this.cache?.invalidate([this.prefix + sessionId]);
+    }
+    return finish(callback, failure);
   }
 
   private sessionKey(sessionId: string): SessionKeyAccess {

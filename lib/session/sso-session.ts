@@ -72,6 +72,20 @@ export function ssoSession(options: SsoSessionOptions): SsoSessionMiddleware {
         await sessionCache.close();
         await closeManager();
       };
+      // The manager's deletes go through the plain store; waiting for their invalidations before answering means
+      // the next request on this process already sees the session gone.
+      for (const name of ['revokeSession', 'logoutEverywhere', 'destroyByTag'] as const) {
+        const operation = manager[name].bind(manager) as (...args: string[]) => Promise<unknown>;
+        Object.defineProperty(manager, name, {
+          value: async (...args: string[]) => {
+            const result = await operation(...args);
+            await sessionCache.settle();
+            return result;
+          },
+          configurable: true,
+          writable: true,
+        });
+      }
     }
     sessionStore = new SsoRedisSessionStore(store.client, keyPrefix, hooks, cache);
   } else {
