@@ -33,6 +33,11 @@ function isNavigation(req: Request): boolean {
   return (req.method === 'GET' || req.method === 'HEAD') && req.accepts(['application/json', 'text/html']) === 'text/html';
 }
 
+/** A form a browser submitted from a page (a POST preferring HTML that names the page it came from). */
+function isFormSubmission(req: Request): boolean {
+  return req.method === 'POST' && req.get('Referer') !== undefined && req.accepts(['application/json', 'text/html']) === 'text/html';
+}
+
 function destroyExpired(current: Session): Promise<void> {
   return new Promise((resolve, reject) => current.destroy((err: unknown) => (err ? reject(asOutage(err)) : resolve())));
 }
@@ -65,7 +70,8 @@ function absoluteUrlOption(example: string): OptionSpec {
  *
  * With `acr` and/or `maxAgeSeconds` the route also needs that authentication level, recently enough: a browser
  * navigation is sent to the portal's step-up page (`return_to`, `acr`, `max_age`), which asks only the missing
- * factor and comes back; any other request gets 401 `insufficient_user_authentication` with an RFC 9470 challenge.
+ * factor and comes back; a form posted from a page of the parent domain is sent there too (303, nothing done) and
+ * comes back to that page; any other request gets 401 `insufficient_user_authentication` with an RFC 9470 challenge.
  *
  * @example
  * app.use(ssoSession({ ... }));
@@ -115,10 +121,19 @@ export function requireSession(options: RequireSessionOptions = {}): RequestHand
 
   function stepUp(req: Request, res: Response, next: NextFunction, runtime: SsoRuntime): void {
     const stepUpUrl = stepUpUrlOf(runtime);
+    const separator = new URL(stepUpUrl).search ? '&' : '?';
     if (isNavigation(req)) {
-      const separator = new URL(stepUpUrl).search ? '&' : '?';
       res.set('Cache-Control', 'no-store');
       res.redirect(302, `${stepUpUrl}${separator}return_to=${encodeURIComponent(returnToOf(req, runtime))}${stepUpQuery}`);
+      return;
+    }
+    // A form posted from a page (the sessions page's "Revoke") cannot be replayed after the step-up, so nothing is
+    // done: the browser is sent through the step-up page and back to the page the form was on, to submit it again.
+    // ssoSession has already checked the post's origin; the page it names must still be a safe redirect target.
+    const formPage = isFormSubmission(req) ? req.get('Referer')! : undefined;
+    if (formPage !== undefined && runtime.redirects.isSafe(formPage)) {
+      res.set('Cache-Control', 'no-store');
+      res.redirect(303, `${stepUpUrl}${separator}return_to=${encodeURIComponent(formPage)}${stepUpQuery}`);
       return;
     }
     next(new InsufficientAuthenticationError(requirement, { stepUpUrl }));

@@ -55,6 +55,33 @@ describe('requireSession({ acr, maxAgeSeconds }): step-up per route', () => {
     expectProblem(post, 401, 'insufficient_user_authentication');
   });
 
+  it('sends a form posted from a page through the step-up page and back to that page, doing nothing', async () => {
+    const cookie = await login();
+    const page = 'https://shop.example.test/admin?tab=payouts';
+    const res = await via(shop.server, 'shop.example.test', 'post', '/admin/payouts', cookie)
+      .set('Accept', BROWSER_ACCEPT)
+      .set('Referer', page)
+      .type('form')
+      .send({ amount: '10' });
+    expect(res.status).toBe(303);
+    const location = new URL(res.headers.location!);
+    expect(`${location.origin}${location.pathname}`).toBe('https://auth.example.test/step-up');
+    expect(location.searchParams.get('return_to')).toBe(page);
+    expect(location.searchParams.get('acr')).toBe('2fa');
+    expect(res.headers['cache-control']).toBe('no-store');
+  });
+
+  it('answers a form whose page is not a safe redirect target 401, never sending the browser there', async () => {
+    const cookie = await login();
+    const res = await via(shop.server, 'shop.example.test', 'post', '/admin/payouts', cookie)
+      .set('Accept', BROWSER_ACCEPT)
+      .set('Referer', 'https://evil.example.net/phish')
+      .type('form')
+      .send({ amount: '10' });
+    expectProblem(res, 401, 'insufficient_user_authentication');
+    expect(res.headers.location).toBeUndefined();
+  });
+
   it('lets a session with two recent factors through', async () => {
     const cookie = await login({ amr: ['pwd', 'otp'] });
     const res = await via(shop.server, 'shop.example.test', 'get', '/admin', cookie).set('Accept', 'application/json');
