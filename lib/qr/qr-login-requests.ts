@@ -52,6 +52,8 @@ export function randomToken(bytes = 24): string {
 }
 
 const TOKEN_SHAPE = /^[A-Za-z0-9_-]{16,128}$/;
+// Guesses kept per instance (see QrLoginRequests.lastWritten): about 1 KB each, so at most a few MB.
+const LAST_WRITTEN_LIMIT = 4096;
 
 /**
  * True when a string can be an auth_code or code this provider minted; anything else is refused before a lookup.
@@ -78,6 +80,13 @@ export class QrLoginRequests {
    * against it directly instead of reading the key a second time.
    */
   private readonly readAs = new WeakMap<QrLoginRecord, string>();
+  /**
+   * The text this instance last wrote under a key (a request or a code), taken by the next transition or redemption
+   * of that key as its first guess of the current value: the compare-and-set against it either wins, and then the
+   * guess was the current value, or loses, and then the key is read as usual. It saves the read of each step that
+   * follows a step of the same login on the same instance; it never decides anything by itself.
+   */
+  private readonly lastWritten = new Map<string, string>();
 
   constructor(
     private readonly store: KeyValueStore,
@@ -96,6 +105,19 @@ export class QrLoginRequests {
 
   private static codeKey(code: string): string {
     return `qr:code:{${code}}`;
+  }
+
+  private remember(key: string, raw: string): void {
+    // Bounded: the oldest guess goes first (a Map keeps insertion order); a forgotten guess only costs a read.
+    if (this.lastWritten.size >= LAST_WRITTEN_LIMIT) this.lastWritten.delete(this.lastWritten.keys().next().value as string);
+    this.lastWritten.set(key, raw);
+  }
+
+  /** The guess for a key's current value, used once: a second caller reads the key. */
+  private guess(key: string): string | undefined {
+    const raw = this.lastWritten.get(key);
+    if (raw !== undefined) this.lastWritten.delete(key);
+    return raw;
   }
 
   /** Stores a new pending request. `authCode` is minted here unless given (the caller may need it first, for a cookie path). */
@@ -121,13 +143,12 @@ export class QrLoginRequests {
       bindingHash: input.bindingHash,
       requester: input.requester,
     };
-    const created = await this.store.setIfAbsent(
-      QrLoginRequests.recordKey(record.authCode),
-      JSON.stringify(record),
-      input.validitySeconds + this.retentionSeconds,
-    );
+    const key = QrLoginRequests.recordKey(record.authCode);
+    const raw = JSON.stringify(record);
+    const created = await this.store.setIfAbsent(key, raw, input.validitySeconds + this.retentionSeconds);
     // 192 random bits do not collide; a false here means the store misbehaves, which must not hand out a shared code.
     if (!created) throw new Error('QrLoginRequests: auth_code collision');
+    this.remember(key, raw);
     return record;
   }
 
@@ -151,26 +172,51 @@ export class QrLoginRequests {
   ): Promise<QrStoredTransitionResult> {
     if (!isWellFormedToken(authCode)) return { ok: false, reason: 'not_found' };
     const key = QrLoginRequests.recordKey(authCode);
+    // First against the value this instance wrote last, if any: a guess that is refused or loses its
+    // compare-and-set proves nothing, so then the key is read and judged as usual.
+    const guessed = this.guess(key);
+    if (guessed !== undefined) {
+      const won = await this.applyAgainst(key, guessed, to, userId, codeLifetimeSeconds);
+      if (won?.ok) return won;
+    }
     for (let attempt = 0; attempt < 3; attempt += 1) {
       const raw = await this.store.get(key);
-      const record = parseRecord(raw);
-      if (!record || raw === null) return { ok: false, reason: 'not_found' };
-      const now = this.now();
-      const result = applyTransition(record, to, userId, now, () => randomToken(24));
-      if (!result.ok) return result;
-      if (!(await this.store.compareAndSet(key, raw, JSON.stringify(result.record)))) continue;
-      const written = [key];
-      if (result.record.status === 'confirmed' && result.record.code) {
-        await this.saveCode(result.record, userId, codeLifetimeSeconds);
-        written.push(QrLoginRequests.codeKey(result.record.code));
-      }
-      // The phone is told "done" only once the decision would survive a failover (with waitForReplicas).
-      await this.store.confirmWrites(written);
-      await this.publish(authCode, { status: result.record.status, at: now });
-      return { ok: true, record: result.record };
+      if (raw === null) return { ok: false, reason: 'not_found' };
+      const result = await this.applyAgainst(key, raw, to, userId, codeLifetimeSeconds);
+      if (result) return result;
     }
     const latest = await this.get(authCode);
     return { ok: false, reason: 'illegal_transition', ...(latest ? { status: effectiveStatus(latest, this.now()) } : {}) };
+  }
+
+  /**
+   * Judges a transition against `raw` and writes it with one compare-and-set against `raw`. Undefined when the
+   * compare-and-set lost (the key no longer holds `raw`); a refusal when `raw` does not allow the transition.
+   */
+  private async applyAgainst(
+    key: string,
+    raw: string,
+    to: QrLoginTransition,
+    userId: string,
+    codeLifetimeSeconds: number,
+  ): Promise<QrStoredTransitionResult | undefined> {
+    const record = parseRecord(raw);
+    if (!record) return { ok: false, reason: 'not_found' };
+    const now = this.now();
+    const result = applyTransition(record, to, userId, now, () => randomToken(24));
+    if (!result.ok) return result;
+    const next = JSON.stringify(result.record);
+    if (!(await this.store.compareAndSet(key, raw, next))) return undefined;
+    this.remember(key, next);
+    const written = [key];
+    if (result.record.status === 'confirmed' && result.record.code) {
+      await this.saveCode(result.record, userId, codeLifetimeSeconds);
+      written.push(QrLoginRequests.codeKey(result.record.code));
+    }
+    // The phone is told "done" only once the decision would survive a failover (with waitForReplicas).
+    await this.store.confirmWrites(written);
+    await this.publish(record.authCode, { status: result.record.status, at: now });
+    return { ok: true, record: result.record };
   }
 
   /**
@@ -179,6 +225,8 @@ export class QrLoginRequests {
    */
   async collect(record: QrLoginRecord): Promise<boolean> {
     const key = QrLoginRequests.recordKey(record.authCode);
+    // Collection is a request's last step: nothing will use this instance's guess of it any more.
+    this.lastWritten.delete(key);
     const readAs = this.readAs.get(record);
     // The record as it was read: one compare-and-set decides. It loses when anything changed since (another
     // collection, above all), and then the current value is read and judged as below.
@@ -203,7 +251,10 @@ export class QrLoginRequests {
       issuedAt: this.now(),
     };
     // The used marker must outlive the code's validity, so a replay inside the validity is recognised as a replay.
-    await this.store.set(QrLoginRequests.codeKey(record.code as string), JSON.stringify(code), validitySeconds);
+    const key = QrLoginRequests.codeKey(record.code as string);
+    const raw = JSON.stringify(code);
+    await this.store.set(key, raw, validitySeconds);
+    this.remember(key, raw);
   }
 
   /**
@@ -213,6 +264,15 @@ export class QrLoginRequests {
   async redeemCode(code: string, appid: string): Promise<QrRedeemResult> {
     if (!isWellFormedToken(code)) return { ok: false, reason: 'invalid_code' };
     const key = QrLoginRequests.codeKey(code);
+    // The code as this instance wrote it, when it did: only a winning compare-and-set against it is trusted.
+    const guessed = this.guess(key);
+    if (guessed !== undefined) {
+      const record = JSON.parse(guessed) as QrCodeRecord;
+      if (record.appid === appid && !record.grantId) {
+        const redeemed = { ...record, grantId: randomUUID(), redeemedAt: this.now() };
+        if (await this.store.compareAndSet(key, guessed, JSON.stringify(redeemed))) return { ok: true, code: redeemed };
+      }
+    }
     for (let attempt = 0; attempt < 3; attempt += 1) {
       const raw = await this.store.get(key);
       if (raw === null) return { ok: false, reason: 'invalid_code' };

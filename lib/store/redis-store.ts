@@ -45,9 +45,19 @@ local value = redis.call('INCR', KEYS[1])
 if value == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return value`;
 
+// SADD and PEXPIRE as one atomic step in one command (a MULTI of them costs four commands on the connection).
+const ADD_TO_SET_WITH_EXPIRY = `
+redis.call('SADD', KEYS[1], unpack(ARGV, 2))
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return 1`;
+
+// Lua's unpack() takes a few thousand values at most; longer lists go through a MULTI instead.
+const SCRIPT_MEMBERS_LIMIT = 1000;
+
 interface ScriptedClient {
   ssoCompareAndSet(key: string, expected: string, next: string, ttlMillis: string): Promise<number>;
   ssoIncrementInWindow(key: string, windowMillis: string): Promise<number>;
+  ssoAddToSetWithExpiry(key: string, ttlMillis: string, ...members: string[]): Promise<number>;
 }
 
 /**
@@ -93,6 +103,7 @@ export class RedisStore implements KeyValueStore {
     for (const [name, lua] of [
       ['ssoCompareAndSet', COMPARE_AND_SET],
       ['ssoIncrementInWindow', INCREMENT_IN_WINDOW],
+      ['ssoAddToSetWithExpiry', ADD_TO_SET_WITH_EXPIRY],
     ] as const) {
       if (!(name in this.client)) this.client.defineCommand(name, { numberOfKeys: 1, lua });
     }
@@ -176,10 +187,21 @@ export class RedisStore implements KeyValueStore {
   async addToSet(key: string, members: readonly string[], ttlSeconds?: number): Promise<void> {
     if (members.length === 0) return;
     const fullKey = this.key(key);
+    if (ttlSeconds === undefined) {
+      await this.run(() => this.client.sadd(fullKey, ...members));
+      return;
+    }
+    const ttlMillis = Math.ceil(ttlSeconds * 1000);
+    if (members.length <= SCRIPT_MEMBERS_LIMIT) {
+      await this.run(() => this.scripted.ssoAddToSetWithExpiry(fullKey, String(ttlMillis), ...members));
+      return;
+    }
     await this.run(async () => {
-      const pipeline = this.client.multi().sadd(fullKey, ...members);
-      if (ttlSeconds !== undefined) pipeline.pexpire(fullKey, Math.ceil(ttlSeconds * 1000));
-      const results = await pipeline.exec();
+      const results = await this.client
+        .multi()
+        .sadd(fullKey, ...members)
+        .pexpire(fullKey, ttlMillis)
+        .exec();
       const failure = results?.find(([error]) => error);
       if (failure?.[0]) throw failure[0];
     });

@@ -101,4 +101,47 @@ describe('QrLoginRequests', () => {
     await unsubscribe();
     expect(seen).toEqual(['scanned', 'denied']);
   });
+
+  describe('with two instances on one store (each guesses a key holds what it wrote last)', () => {
+    it('judges a step against the current value when another instance moved the request on', async () => {
+      const record = await create();
+      const other = new QrLoginRequests(redis.store);
+      expect((await other.transition(record.authCode, 'scanned', 'alice', 300)).ok).toBe(true);
+      expect((await other.transition(record.authCode, 'denied', 'alice', 300)).ok).toBe(true);
+      // This instance still guesses "pending": scanning that would be allowed, but the stored request is denied.
+      expect(await requests.transition(record.authCode, 'scanned', 'bob', 300)).toEqual({
+        ok: false,
+        reason: 'illegal_transition',
+        status: 'denied',
+      });
+      expect((await requests.get(record.authCode))?.status).toBe('denied');
+    });
+
+    it('lets the step through after reading when the guess is out of date but the step is still legal', async () => {
+      const record = await create();
+      const other = new QrLoginRequests(redis.store);
+      expect((await other.transition(record.authCode, 'scanned', 'alice', 300)).ok).toBe(true);
+      // Guessing "pending" forbids a confirmation; the stored "scanned" allows it.
+      const confirmed = await requests.transition(record.authCode, 'confirmed', 'alice', 300);
+      expect(confirmed.ok && confirmed.record.scannedBy).toBe('alice');
+      expect((await requests.get(record.authCode))?.status).toBe('confirmed');
+    });
+
+    it('refuses a code this instance minted once another instance redeemed it', async () => {
+      const record = await create();
+      await requests.transition(record.authCode, 'scanned', 'alice', 300);
+      const confirmed = await requests.transition(record.authCode, 'confirmed', 'alice', 300);
+      const code = confirmed.ok ? confirmed.record.code! : '';
+      const won = await new QrLoginRequests(redis.store).redeemCode(code, 'shop');
+      const grantId = won.ok ? won.code.grantId : 'none';
+      expect(await requests.redeemCode(code, 'shop')).toEqual({ ok: false, reason: 'code_used', grantId });
+    });
+
+    it('refuses a request this instance created once it is gone from the store', async () => {
+      const record = await create();
+      await redis.store.delete(`qr:{${record.authCode}}`);
+      expect(await requests.transition(record.authCode, 'scanned', 'alice', 300)).toEqual({ ok: false, reason: 'not_found' });
+      expect(await redis.store.get(`qr:{${record.authCode}}`)).toBeNull();
+    });
+  });
 });

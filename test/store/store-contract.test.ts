@@ -100,6 +100,19 @@ describe.each(implementations)('%s honours the storage port contract', (_name, o
     expect(await store.ttlMillis('sessions')).toBeGreaterThan(0);
   });
 
+  it('sets and renews a set expiry with the members it adds, also for a long list of members', async () => {
+    await store.addToSet('tagged', ['t1'], 5);
+    expect(await store.ttlMillis('tagged')).toBeGreaterThan(4000);
+    expect(await store.ttlMillis('tagged')).toBeLessThanOrEqual(5000);
+    await store.addToSet('tagged', ['t2'], 60);
+    expect(await store.ttlMillis('tagged')).toBeGreaterThan(59_000);
+    expect((await store.members('tagged')).sort()).toEqual(['t1', 't2']);
+    const many = Array.from({ length: 2500 }, (_, index) => `m${index}`);
+    await store.addToSet('many', many, 60);
+    expect((await store.members('many')).length).toBe(2500);
+    expect(await store.ttlMillis('many')).toBeGreaterThan(59_000);
+  });
+
   it('deletes keys and counts those that existed', async () => {
     await store.set('d1', 'x');
     await store.set('d2', 'x');
@@ -135,6 +148,13 @@ describe.each(implementations)('%s honours the storage port contract', (_name, o
     await expect(store.get('kinds:{set}')).rejects.toMatchObject({ name: 'StoreWrongTypeError', code: 'store_wrong_type' });
     await expect(store.addToSet('kinds:{string}', ['b'])).rejects.toBeInstanceOf(StoreWrongTypeError);
     await expect(store.get('kinds:{set}')).rejects.not.toBeInstanceOf(StoreUnavailableError);
+  });
+
+  it('refuses to add with an expiry to a string, and then changes nothing: no members, no expiry', async () => {
+    await store.set('kinds:{plain}', 'x');
+    await expect(store.addToSet('kinds:{plain}', ['b'], 60)).rejects.toBeInstanceOf(StoreWrongTypeError);
+    expect(await store.ttlMillis('kinds:{plain}')).toBe(-1);
+    expect(await store.get('kinds:{plain}')).toBe('x');
   });
 
   it('answers ping', async () => {
