@@ -1,4 +1,6 @@
 import { sessionShortfall } from '../../lib/provider/interaction-routes';
+import { loginAuthentication } from '../../lib/session/authentication';
+import { raiseAuthentication } from '../../lib/session/step-up';
 import type { SessionUser } from '../../lib/session/types';
 
 // When the portal session may answer a provider login as it is, and when the user must sign in again or step up.
@@ -17,6 +19,11 @@ const alice: SessionUser = {
 
 function interaction(params: Record<string, string>, reasons: string[] = []) {
   return { params, prompt: { name: 'login', reasons, details: {} } } as unknown as Parameters<typeof sessionShortfall>[1];
+}
+
+/** Alice signed in at SIGNED_IN_AT with the given factors, each presented `secondsAfterSignIn` later. */
+function aliceWith(amr: string[], secondsAfterSignIn = 0): SessionUser {
+  return { ...alice, authentication: loginAuthentication('password', { amr }, SIGNED_IN_AT + secondsAfterSignIn) };
 }
 
 const at = (secondsAfterSignIn: number, reauthenticationAskedAt?: number) => ({
@@ -62,5 +69,27 @@ describe('sessionShortfall', () => {
     it('lets a session answer when its level is among those requested', () => {
       expect(sessionShortfall(alice, interaction({ acr_values: '1fa 2fa' }), at(0))).toBeUndefined();
     });
+
+    it('orders levels: a session at or above the weakest kit level asked meets acr_values', () => {
+      expect(sessionShortfall(aliceWith(['pwd']), interaction({ acr_values: '2fa' }), at(0))).toBe('acr');
+      expect(sessionShortfall(aliceWith(['pwd', 'otp']), interaction({ acr_values: '2fa' }), at(0))).toBeUndefined();
+      expect(sessionShortfall(aliceWith(['hwk']), interaction({ acr_values: '2fa phr' }), at(0))).toBeUndefined();
+      expect(sessionShortfall(aliceWith(['pwd', 'otp']), interaction({ acr_values: 'phr' }), at(0))).toBe('acr');
+      // A value that is not one of the kit's is met only exactly.
+      expect(sessionShortfall(aliceWith(['pwd', 'otp']), interaction({ acr_values: 'urn:gold' }), at(0))).toBe('acr');
+    });
+  });
+
+  it('counts a factor presented at the step-up page after prompt=login asked as the fresh sign-in', () => {
+    const asked = (SIGNED_IN_AT + 50) * 1000;
+    const before = aliceWith(['pwd']);
+    expect(sessionShortfall(before, interaction({}, ['login_prompt']), at(60, asked))).toBe('fresh');
+    const steppedUp = { ...before, authentication: raiseAuthentication(before.authentication!, 'pwd', SIGNED_IN_AT + 55) };
+    expect(sessionShortfall(steppedUp, interaction({}, ['login_prompt']), at(60, asked))).toBeUndefined();
+  });
+
+  it('measures max_age from the session’s last factor, not from its sign-in', () => {
+    expect(sessionShortfall(aliceWith(['pwd'], 0), interaction({ max_age: '300' }), at(600))).toBe('fresh');
+    expect(sessionShortfall(aliceWith(['pwd'], 500), interaction({ max_age: '300' }), at(600))).toBeUndefined();
   });
 });
