@@ -8,6 +8,7 @@ import { authenticationOf } from './authentication';
 import { judgeSession } from './session-lifetime';
 import { InsufficientAuthenticationError, meetsRequirement, REQUIREMENT_OPTIONS, type AuthenticationLevel } from './step-up';
 import { asOutage } from './session-manager';
+import { sessionView } from './session-engine';
 import { loginRedirectPrefix, runtimeOf, type SsoRuntime } from './sso-runtime';
 
 /** Options of {@link requireSession}. */
@@ -163,7 +164,7 @@ export function requireSession(options: RequireSessionOptions = {}): RequestHand
       next(error);
       return;
     }
-    const current = req.session;
+    const current = sessionView(req);
     const user = current?.user;
     if (current === undefined || user === undefined) {
       refuse(req, res, next, runtime);
@@ -173,7 +174,7 @@ export function requireSession(options: RequireSessionOptions = {}): RequestHand
     if (verdict !== 'live' && verdict !== 'touch') {
       // Past its lifetime since ssoSession loaded it (or a user without bookkeeping): end it, then treat as absent.
       req.user = undefined;
-      destroyExpired(current).then(() => refuse(req, res, next, runtime), next);
+      destroyExpired(req.session).then(() => refuse(req, res, next, runtime), next);
       return;
     }
     req.user = user;

@@ -48,13 +48,13 @@ export function resolveSessionCacheOptions(options: SsoSessionCacheOptions): Req
   return { maxEntries: options.maxEntries ?? 10_000, maxAgeSeconds: options.maxAgeSeconds ?? 60 };
 }
 
-interface Entry {
-  text: string;
+interface Entry<T> {
+  value: T;
   storedAt: number;
 }
 
 /**
- * A per-process cache of stored sessions (their JSON text, by full Redis key) kept coherent by Redis
+ * A per-process cache of stored sessions (as loaded, by full Redis key) kept coherent by Redis
  * server-assisted client-side caching: `CLIENT TRACKING ON BCAST PREFIX <session prefix> REDIRECT <own id>` on a
  * dedicated connection (one per master on a Cluster) that subscribes to `__redis__:invalidate`. Any write or
  * delete of a session key, by any process (a revocation, a logout, logout everywhere, an expiry), evicts it here
@@ -67,10 +67,10 @@ interface Entry {
  *
  * @example
  * const cache = new SessionCache(redisStore.client, 'sso:sess:', { maxEntries: 10_000, maxAgeSeconds: 60 });
- * const text = cache.lookup('sso:sess:abc'); // undefined: not cached (or the cache is bypassed)
+ * const loaded = cache.lookup('sso:sess:abc'); // undefined: not cached (or the cache is bypassed)
  */
-export class SessionCache implements TrackerEvents, SsoSessionCacheStatus {
-  private readonly entries = new Map<string, Entry>();
+export class SessionCache<T = unknown> implements TrackerEvents, SsoSessionCacheStatus {
+  private readonly entries = new Map<string, Entry<T>>();
   private readonly maxEntries: number;
   private readonly maxAgeMs: number;
   private readonly trackers = new Map<string, SessionInvalidationTracker>();
@@ -113,8 +113,8 @@ export class SessionCache implements TrackerEvents, SsoSessionCacheStatus {
     return this.entries.size;
   }
 
-  /** The cached text of `key`, or undefined (not cached, too old, or the cache is bypassed). */
-  lookup(key: string): string | undefined {
+  /** What is cached for `key`, or undefined (not cached, too old, or the cache is bypassed). */
+  lookup(key: string): T | undefined {
     const entry = this.entries.get(key);
     if (entry === undefined) return undefined;
     if (!this.ready || Date.now() - entry.storedAt > this.maxAgeMs) {
@@ -124,7 +124,7 @@ export class SessionCache implements TrackerEvents, SsoSessionCacheStatus {
     // Least recently used first out: a hit moves the entry to the end of the Map's order.
     this.entries.delete(key);
     this.entries.set(key, entry);
-    return entry.text;
+    return entry.value;
   }
 
   /** Marks the start of a read of `key` from Redis; pass the ticket to {@link finishRead}. */
@@ -134,16 +134,16 @@ export class SessionCache implements TrackerEvents, SsoSessionCacheStatus {
   }
 
   /** Caches what a read returned, unless the cache was bypassed or an invalidation of the key overtook the read. */
-  finishRead(key: string, text: string | null, ticket: number): void {
+  finishRead(key: string, value: T | null, ticket: number): void {
     this.inFlight -= 1;
     const invalidated = this.invalidatedAt.get(key);
     if (this.inFlight === 0) this.invalidatedAt.clear();
-    if (text === null || ticket < this.floor || !this.ready || (invalidated !== undefined && invalidated > ticket)) return;
+    if (value === null || ticket < this.floor || !this.ready || (invalidated !== undefined && invalidated > ticket)) return;
     if (this.entries.size >= this.maxEntries) {
       const oldest = this.entries.keys().next();
       if (!oldest.done) this.entries.delete(oldest.value);
     }
-    this.entries.set(key, { text, storedAt: Date.now() });
+    this.entries.set(key, { value, storedAt: Date.now() });
   }
 
   /** Evicts keys that Redis reported changed (`null`: everything, as after FLUSHALL). */

@@ -5,7 +5,10 @@ import { debugChannel } from '../util/debug';
 import { AMBIGUOUS_COOKIE, decodeCookieValue, readRawCookie } from './cookie-header';
 import type { SessionCookieSettings } from './types';
 
-/** A session read from the store, with the exact text it was stored as (to tell later whether it changed). */
+/**
+ * A session read from the store, with the exact text it was stored as (to tell later whether it changed). `data`
+ * is frozen: the session cache shares one object between the requests that read it.
+ */
 export interface LoadedSession {
   data: SessionData;
   text: string;
@@ -15,9 +18,12 @@ export interface LoadedSession {
 export interface EngineStore extends session.Store {
   /** Reads a live session (expired ones read as null and are deleted). */
   loadLive(sessionId: string): Promise<LoadedSession | null>;
+  /** A live session this process holds in memory (the session cache), else undefined: then call `loadLive`. */
+  loadCached?(sessionId: string): LoadedSession | undefined;
 }
 
 const SAVED_TEXT = Symbol('express-sso-kit.savedText');
+const DEFERRED = Symbol('express-sso-kit.deferredSession');
 const DISCARDED = Symbol('express-sso-kit.discardedSession');
 const debug = debugChannel('session');
 const VERIFIED_CACHE_SIZE = 10_000;
@@ -53,6 +59,39 @@ export function savedTextOf(sessionObject: object): string | undefined {
  */
 export function discardSession(req: Request): void {
   (req as unknown as Record<symbol, boolean>)[DISCARDED] = true;
+}
+
+/**
+ * Freezes a parsed session and everything in it (JSON data: plain objects and arrays), and returns it.
+ *
+ * @example
+ * const data = freezeDeep(JSON.parse(text));
+ */
+export function freezeDeep<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const key in value) freezeDeep((value as Record<string, unknown>)[key]);
+  }
+  return value;
+}
+
+/**
+ * What the kit's own checks read of a request's session: the session as loaded (frozen) while the request has not
+ * touched `req.session`, else `req.session` itself. Reading it never builds the express-session object, so a
+ * request that only checks the login costs no copy of the session and no comparison at the end.
+ *
+ * @example
+ * const user = sessionView(req)?.user;
+ */
+export function sessionView(req: Request): Partial<SessionData> | undefined {
+  const loaded = (req as unknown as DeferredSlots)[DEFERRED];
+  return loaded !== undefined ? loaded.data : (req.session as Partial<SessionData> | undefined);
+}
+
+/** What a request with a deferred session carries (see `deferSession` in the engine). */
+interface DeferredSlots {
+  /** The session as loaded, until `req.session` is built; the one slot a request gets, so nothing is allocated. */
+  [DEFERRED]?: LoadedSession;
 }
 
 /** Settings of {@link createSessionEngine}. */
@@ -101,19 +140,33 @@ function hasData(data: object): boolean {
   return false;
 }
 
+/** A request's session, loaded in one or two steps (see {@link createSessionEngine}). */
+export interface SessionEngine {
+  /**
+   * Reads the cookie and settles the session at once when it can: no usable cookie (a new, empty session) or a
+   * session this process has cached. Returns undefined then; otherwise the cookie's session id, for {@link load}.
+   */
+  begin(req: Request, res: Response): string | undefined;
+  /** Loads the session `begin` could not settle from the store; `next` gets the store's error, if any. */
+  load(req: Request, res: Response, cookieId: string, next: (err?: unknown) => void): void;
+}
+
 /**
  * The request side of express-session, cut down to what the kit needs: read the signed cookie, load the session
  * through the store (express-session's `Session` and `Cookie` objects, so `req.session.save/regenerate/destroy/
  * reload` work as documented), and at the end of the response save it only when its JSON changed and set the
  * cookie only when its id is new. express-session's own middleware hashes every session twice per request and
- * wraps every response in two layers; on the hot path (logged in, nothing changed) this engine does one store
- * read, one `JSON.stringify` and no write.
+ * wraps every response in two layers. Here a loaded session is given to the request lazily: on the hot path
+ * (logged in, nothing changed, `req.session` never touched) a request costs one store read (none when the
+ * session is cached), no copy of the session and no write.
  *
  * @example
- * const loadSession = createSessionEngine({ cookie, keys, store });
- * loadSession(req, res, next);
+ * const engine = createSessionEngine({ cookie, keys, store });
+ * const cookieId = engine.begin(req, res);
+ * if (cookieId === undefined) next();
+ * else engine.load(req, res, cookieId, next);
  */
-export function createSessionEngine(settings: SessionEngineSettings): (req: Request, res: Response, next: (err?: unknown) => void) => void {
+export function createSessionEngine(settings: SessionEngineSettings): SessionEngine {
   const { store, keys, cookie } = settings;
   const signingKey = keys[0] as KeyObject;
   const cookiePrefix = `${cookie.name}=`;
@@ -192,29 +245,67 @@ export function createSessionEngine(settings: SessionEngineSettings): (req: Requ
     return sessionId;
   }
 
-  return function loadSession(req: Request, res: Response, next: (err?: unknown) => void): void {
-    req.sessionStore = store as unknown as Request['sessionStore'];
-    const cookieId = cookieSessionId(req.headers.cookie);
-    if (cookieId === undefined) {
-      generate(req);
-      watchEnd(req, res, undefined);
-      next();
-      return;
-    }
-    req.sessionID = cookieId;
-    store.loadLive(cookieId).then(
-      (loaded) => {
-        if (loaded === null) {
-          debug('session cookie %s names no live session (ended, expired or unknown)', cookie.name);
-          generate(req);
-        } else {
-          const restored = store.createSession(req, loaded.data);
-          rememberSavedText(restored, loaded.text);
-        }
-        watchEnd(req, res, cookieId);
-        next();
-      },
-      (error: unknown) => next(error),
-    );
+  /**
+   * Gives the request its loaded session lazily: `req.session` is built (a fresh copy, express-session's `Session`
+   * and `Cookie`) on first access, and only then is the end of the response watched for changes to save. Until
+   * then the kit's checks read the frozen loaded data through {@link sessionView}, and `req.user` is its (frozen)
+   * user; building `req.session` hands `req.user` the session's own, changeable user. One descriptor serves every
+   * request: the request carries its own state.
+   */
+  const deferredSession: PropertyDescriptor = {
+    configurable: true,
+    enumerable: true,
+    get(this: Request): Request['session'] {
+      const loaded = (this as unknown as DeferredSlots)[DEFERRED]!;
+      // createSession assigns req.session, which lands in the setter below.
+      const restored = store.createSession(this, JSON.parse(loaded.text) as SessionData);
+      rememberSavedText(restored, loaded.text);
+      if (this.user !== undefined && this.user === loaded.data.user) this.user = (restored as Partial<SessionData>).user;
+      return restored;
+    },
+    set(this: Request, value: Request['session']) {
+      // The first access or assignment: the id is still the cookie's (regenerating needs the session built first).
+      const cookieId = this.sessionID;
+      Object.defineProperty(this, 'session', { configurable: true, enumerable: true, writable: true, value });
+      (this as unknown as DeferredSlots)[DEFERRED] = undefined;
+      watchEnd(this, this.res!, cookieId);
+    },
+  };
+
+  function deferSession(req: Request, loaded: LoadedSession): void {
+    (req as unknown as DeferredSlots)[DEFERRED] = loaded;
+    Object.defineProperty(req, 'session', deferredSession);
+  }
+
+  return {
+    begin(req: Request, res: Response): string | undefined {
+      req.sessionStore = store as unknown as Request['sessionStore'];
+      const cookieId = cookieSessionId(req.headers.cookie);
+      if (cookieId === undefined) {
+        generate(req);
+        watchEnd(req, res, undefined);
+        return undefined;
+      }
+      req.sessionID = cookieId;
+      const cached = store.loadCached?.(cookieId);
+      if (cached === undefined) return cookieId;
+      deferSession(req, cached);
+      return undefined;
+    },
+    load(req: Request, res: Response, cookieId: string, next: (err?: unknown) => void): void {
+      store.loadLive(cookieId).then(
+        (loaded) => {
+          if (loaded === null) {
+            debug('session cookie %s names no live session (ended, expired or unknown)', cookie.name);
+            generate(req);
+            watchEnd(req, res, cookieId);
+          } else {
+            deferSession(req, loaded);
+          }
+          next();
+        },
+        (error: unknown) => next(error),
+      );
+    },
   };
 }

@@ -4,7 +4,7 @@ import { BatchedGet } from '../store/batched-get';
 import type { KeyValueStore, RedisClient } from '../store';
 import type { Request } from 'express';
 import type { SessionCache } from './session-cache';
-import { rememberSavedText, savedTextOf, type EngineStore, type LoadedSession } from './session-engine';
+import { freezeDeep, rememberSavedText, savedTextOf, type EngineStore, type LoadedSession } from './session-engine';
 import { judgeSession, storeTtlMillis, type SessionLimits } from './session-lifetime';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -68,10 +68,25 @@ function keepIfLive(
   if (text === null) return null;
   const data = lenientJson.parse(text);
   if (!data) return null;
-  if (judgeSession(data.meta, Date.now(), hooks.limits) !== 'expired') return { data, text };
+  return keepLoadedIfLive({ data: freezeDeep(data), text }, hooks, sessionId, remove);
+}
+
+/** The lifetime rules on a session already parsed (a cached one is judged again on every request). */
+function keepLoadedIfLive(
+  loaded: LoadedSession,
+  hooks: SessionStoreHooks,
+  sessionId: string,
+  remove: () => Promise<unknown>,
+): LoadedSession | null | Promise<LoadedSession | null> {
+  if (judgeSession(loaded.data.meta, Date.now(), hooks.limits) !== 'expired') return loaded;
   return remove()
-    .then(() => hooks.onExpired(sessionId, data).catch(() => undefined))
+    .then(() => hooks.onExpired(sessionId, loaded.data).catch(() => undefined))
     .then(() => null);
+}
+
+function parseLoaded(text: string): LoadedSession | null {
+  const data = lenientJson.parse(text);
+  return data ? { data: freezeDeep(data), text } : null;
 }
 
 // A value that is not JSON (written by something else under our prefix) is treated as no session, not as an
@@ -200,8 +215,10 @@ interface SessionScriptedClient {
 // reloaded session's next save compare against what it read, like a session the engine loaded.
 function dataRememberingText(found: LoadedSession | null): SessionData | null {
   if (found === null) return null;
-  rememberSavedText(found.data, found.text);
-  return found.data;
+  // The loaded data is frozen (and may be shared through the cache); express-session gets its own copy.
+  const data = JSON.parse(found.text) as SessionData;
+  rememberSavedText(data, found.text);
+  return data;
 }
 
 function keepSavedText<T extends object>(created: T, data: SessionData): T {
@@ -223,9 +240,9 @@ export class SsoRedisSessionStore extends ConnectRedisStore implements EngineSto
   private readonly redis: RedisClient;
   private readonly hooks: SessionStoreHooks;
   private readonly reads: BatchedGet;
-  private readonly cache: SessionCache | undefined;
+  private readonly cache: SessionCache<LoadedSession> | undefined;
 
-  constructor(redis: RedisClient, keyPrefix: string, hooks: SessionStoreHooks, cache?: SessionCache) {
+  constructor(redis: RedisClient, keyPrefix: string, hooks: SessionStoreHooks, cache?: SessionCache<LoadedSession>) {
     super({ client: redis, prefix: keyPrefix, disableTouch: true, serializer: lenientJson });
     this.redis = redis;
     this.hooks = hooks;
@@ -237,19 +254,28 @@ export class SsoRedisSessionStore extends ConnectRedisStore implements EngineSto
       redis.defineCommand('ssoSessionCompareAndSet', { numberOfKeys: 1, lua: SESSION_COMPARE_AND_SET });
   }
 
+  loadCached(sessionId: string): LoadedSession | undefined {
+    const cached = this.cache?.lookup(this.prefix + sessionId);
+    // An expired one is left to loadLive, which deletes it.
+    if (cached === undefined || judgeSession(cached.data.meta, Date.now(), this.hooks.limits) === 'expired') return undefined;
+    return cached;
+  }
+
   loadLive(sessionId: string): Promise<LoadedSession | null> {
     const key = this.prefix + sessionId;
     const remove = () => super.destroy(sessionId);
     const cache = this.cache;
     if (cache !== undefined) {
       // A cached session still goes through the lifetime rules: the idle and absolute limits are judged per request.
+      // The cache holds sessions parsed and frozen, shared by the requests that read them (see the engine).
       const cached = cache.lookup(key);
-      if (cached !== undefined) return Promise.resolve(keepIfLive(cached, this.hooks, sessionId, remove));
+      if (cached !== undefined) return Promise.resolve(keepLoadedIfLive(cached, this.hooks, sessionId, remove));
       const ticket = cache.beginRead();
       return this.reads.get(key).then(
         (text) => {
-          cache.finishRead(key, text, ticket);
-          return keepIfLive(text, this.hooks, sessionId, remove);
+          const loaded = text === null ? null : parseLoaded(text);
+          cache.finishRead(key, loaded, ticket);
+          return loaded === null ? null : keepLoadedIfLive(loaded, this.hooks, sessionId, remove);
         },
         (error: unknown) => {
           cache.finishRead(key, null, ticket);

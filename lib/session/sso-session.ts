@@ -3,7 +3,7 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { RedisStore } from '../store';
 import { debugChannel } from '../util/debug';
 import { checkRequestOrigin, csrfError, isSafeMethod, originFactsOf } from './csrf-guard';
-import { createSessionEngine, discardSession, type EngineStore } from './session-engine';
+import { createSessionEngine, discardSession, sessionView, type EngineStore, type LoadedSession } from './session-engine';
 import { judgeSession } from './session-lifetime';
 import { SessionCache, type SsoSessionCacheStatus } from './session-cache';
 import { asOutage, KitSessionManager } from './session-manager';
@@ -60,7 +60,7 @@ export function ssoSession(options: SsoSessionOptions): SsoSessionMiddleware {
       manager.unindex(sessionId, data.user?.id, data.meta?.tags),
   };
   let sessionStore: EngineStore;
-  let cache: SessionCache | undefined;
+  let cache: SessionCache<LoadedSession> | undefined;
   if (store instanceof RedisStore) {
     const keyPrefix = store.prefix + resolved.sessionPrefix;
     if (resolved.cache) {
@@ -95,7 +95,7 @@ export function ssoSession(options: SsoSessionOptions): SsoSessionMiddleware {
 
   // Keys are built once: an HMAC with a KeyObject skips re-importing the secret on every request.
   const keys = resolved.secrets.map((secret) => createSecretKey(Buffer.from(secret, 'utf8')));
-  const loadSession = createSessionEngine({ cookie, keys, store: sessionStore });
+  const engine = createSessionEngine({ cookie, keys, store: sessionStore });
 
   /**
    * The cookie authenticates this request; true when it may, otherwise the 403 is passed on. The rule lives here,
@@ -113,35 +113,43 @@ export function ssoSession(options: SsoSessionOptions): SsoSessionMiddleware {
     return false;
   }
 
+  /** Once the session is loaded: the lifetime rules, the CSRF rule and `req.user`. */
+  function afterSessionLoaded(req: Request, next: NextFunction): void {
+    // Read without building req.session: a request that only checks the login copies nothing.
+    const current = sessionView(req);
+    if (current !== undefined && current.user !== undefined) {
+      const now = Date.now();
+      const verdict = judgeSession(current.meta, now, limits);
+      if (verdict === 'live' || verdict === 'touch') {
+        if (!mayAuthenticate(req, next)) return;
+        req.user = current.user;
+        // Changing lastSeenAt makes the engine re-save (SET … XX with a fresh TTL) at the end of the response.
+        if (verdict === 'touch') (req.session.meta as NonNullable<typeof current.meta>).lastSeenAt = now;
+      } else if (verdict === 'expired') {
+        debug('session cookie %s not used: the session is past its idle timeout or absolute lifetime', cookie.name);
+      }
+    }
+    next();
+  }
+
   const middleware = function ssoSessionMiddleware(req: Request, res: Response, next: NextFunction): void {
     if (req.sso !== undefined) {
       next();
       return;
     }
     req.sso = runtime;
+    const cookieId = engine.begin(req, res);
+    if (cookieId === undefined) {
+      afterSessionLoaded(req, next);
+      return;
+    }
     let settled = false;
-    loadSession(req, res, function afterSessionLoaded(error?: unknown) {
+    engine.load(req, res, cookieId, (error?: unknown) => {
       // Called once per request; the guard keeps a misbehaving store callback from running the chain twice.
       if (settled) return;
       settled = true;
-      if (error) {
-        next(asOutage(error));
-        return;
-      }
-      const current = req.session;
-      if (current !== undefined && current.user !== undefined) {
-        const now = Date.now();
-        const verdict = judgeSession(current.meta, now, limits);
-        if (verdict === 'live' || verdict === 'touch') {
-          if (!mayAuthenticate(req, next)) return;
-          // Changing lastSeenAt makes the engine re-save (SET … XX with a fresh TTL) at the end of the response.
-          if (verdict === 'touch') (current.meta as NonNullable<typeof current.meta>).lastSeenAt = now;
-          req.user = current.user;
-        } else if (verdict === 'expired') {
-          debug('session cookie %s not used: the session is past its idle timeout or absolute lifetime', cookie.name);
-        }
-      }
-      next();
+      if (error) next(asOutage(error));
+      else afterSessionLoaded(req, next);
     });
   } as SsoSessionMiddleware;
   Object.defineProperty(middleware, 'manager', { value: manager, enumerable: true });

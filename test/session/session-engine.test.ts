@@ -3,7 +3,7 @@ import request from 'supertest';
 import { testRedisStore } from '../helpers/redis';
 import { forgeSessionCookie } from '../helpers/session-cookies';
 import { loginAs, sessionCookieOf, sessionIdOf, ssoOptions, startSsoApp, TEST_SECRET, userId, via } from '../helpers/sso-apps';
-import { ssoSession } from '../../lib';
+import { ssoSession, type SsoSessionMiddleware } from '../../lib';
 import { unsignSessionId } from '../../lib/session/session-engine';
 
 describe('session cookie signatures', () => {
@@ -98,5 +98,76 @@ describe('the session engine in an app', () => {
   it('writes the cookie express-session would write, so plain express-session apps can share it', async () => {
     const cookie = await loginAs(shop.server, 'shop.example.test', { id: 'compatible' });
     expect(cookie).toBe(forgeSessionCookie(sessionIdOf(cookie), TEST_SECRET));
+  });
+});
+
+describe.each([
+  ['read from Redis on every request', false],
+  ['served from the per-process cache', true],
+])('a session %s is given to the request lazily', (_name, cached) => {
+  let redis: Awaited<ReturnType<typeof testRedisStore>>;
+  let sso: SsoSessionMiddleware;
+  let shop: Awaited<ReturnType<typeof startSsoApp>>;
+
+  beforeAll(async () => {
+    redis = await testRedisStore('engine-lazy');
+    sso = ssoSession(ssoOptions({ store: redis.store, ...(cached ? { cache: {} } : {}) }));
+    shop = await startSsoApp(sso, {
+      routes: (app) => {
+        app.get('/tamper', (req, res) => {
+          // A handler that changes the user in place, as if for its own computation.
+          let refused = false;
+          try {
+            (req.user!.roles as string[]).push('admin');
+          } catch {
+            refused = true;
+          }
+          res.json({ refused, frozen: Object.isFrozen(req.user) });
+        });
+        app.get('/roles', (req, res) => {
+          res.json(req.user?.roles ?? null);
+        });
+        app.get('/rename', (req, res) => {
+          req.session.user!.name = 'Renamed';
+          res.json({ same: req.user === req.session.user, name: req.user!.name, frozen: Object.isFrozen(req.user) });
+        });
+        app.get('/name', (req, res) => {
+          res.json(req.user?.name ?? null);
+        });
+      },
+    });
+    if (cached) {
+      const deadline = Date.now() + 10_000;
+      while (!sso.cache!.ready && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(sso.cache!.ready).toBe(true);
+    }
+  });
+  afterAll(async () => {
+    await shop.close();
+    await sso.manager.close();
+    await redis.cleanup();
+  });
+
+  it('gives req.user frozen until the request touches req.session, so no request changes what the next one sees', async () => {
+    const cookie = await loginAs(shop.server, 'shop.example.test', { id: 'tamperer', roles: ['customer'] });
+    for (let attempt = 0; attempt < 3; attempt += 1) {
+      expect((await via(shop.server, 'shop.example.test', 'get', '/tamper', cookie)).body).toEqual({ refused: true, frozen: true });
+    }
+    for (let attempt = 0; attempt < 3; attempt += 1) {
+      expect((await via(shop.server, 'shop.example.test', 'get', '/roles', cookie)).body).toEqual(['customer']);
+    }
+    if (cached) expect(sso.cache!.size).toBeGreaterThan(0);
+  });
+
+  it("builds req.session on first use: a change made through it is saved, and req.user is then the session's own user", async () => {
+    const cookie = await loginAs(shop.server, 'shop.example.test', { id: 'renamer', name: 'Before' });
+    expect((await via(shop.server, 'shop.example.test', 'get', '/name', cookie)).body).toBe('Before');
+    expect((await via(shop.server, 'shop.example.test', 'get', '/rename', cookie)).body).toEqual({
+      same: true,
+      name: 'Renamed',
+      frozen: false,
+    });
+    expect((await via(shop.server, 'shop.example.test', 'get', '/name', cookie)).body).toBe('Renamed');
+    expect((await via(shop.server, 'shop.example.test', 'get', '/name', cookie)).body).toBe('Renamed');
   });
 });
