@@ -23,7 +23,13 @@ export interface EngineStore extends session.Store {
 }
 
 const SAVED_TEXT = Symbol('express-sso-kit.savedText');
-const DEFERRED = Symbol('express-sso-kit.deferredSession');
+/**
+ * The session each request was loaded with, until its `req.session` is built. Kept beside the request rather than
+ * on it: Express gives every request a prototype of its own app (`Object.setPrototypeOf`), after which V8 copies
+ * the request's whole property layout for each property added to it (a few microseconds apiece, see
+ * docs/sessions.md, "Performance"), while a WeakMap entry costs a fraction of that.
+ */
+const deferredSessions = new WeakMap<Request, LoadedSession>();
 const DISCARDED = Symbol('express-sso-kit.discardedSession');
 const debug = debugChannel('session');
 const VERIFIED_CACHE_SIZE = 10_000;
@@ -84,14 +90,8 @@ export function freezeDeep<T>(value: T): T {
  * const user = sessionView(req)?.user;
  */
 export function sessionView(req: Request): Partial<SessionData> | undefined {
-  const loaded = (req as unknown as DeferredSlots)[DEFERRED];
+  const loaded = deferredSessions.get(req);
   return loaded !== undefined ? loaded.data : (req.session as Partial<SessionData> | undefined);
-}
-
-/** What a request with a deferred session carries (see `deferSession` in the engine). */
-interface DeferredSlots {
-  /** The session as loaded, until `req.session` is built; the one slot a request gets, so nothing is allocated. */
-  [DEFERRED]?: LoadedSession;
 }
 
 /** Settings of {@link createSessionEngine}. */
@@ -174,6 +174,7 @@ export function createSessionEngine(settings: SessionEngineSettings): SessionEng
   const cookieOptions = { path: cookie.path, httpOnly: true, secure: cookie.secure, domain: cookie.domain, sameSite: 'lax' as const };
 
   const generate = (req: Request): void => {
+    req.sessionStore = store as unknown as Request['sessionStore'];
     req.sessionID = randomBytes(24).toString('base64url');
     req.session = new SessionClass(req);
     req.session.cookie = new CookieClass(cookieOptions);
@@ -249,14 +250,14 @@ export function createSessionEngine(settings: SessionEngineSettings): SessionEng
    * Gives the request its loaded session lazily: `req.session` is built (a fresh copy, express-session's `Session`
    * and `Cookie`) on first access, and only then is the end of the response watched for changes to save. Until
    * then the kit's checks read the frozen loaded data through {@link sessionView}, and `req.user` is its (frozen)
-   * user; building `req.session` hands `req.user` the session's own, changeable user. One descriptor serves every
-   * request: the request carries its own state.
+   * user; building `req.session` hands `req.user` the session's own, changeable user, and sets `req.sessionStore`.
+   * One descriptor serves every request; what each request loaded waits in `deferredSessions`.
    */
   const deferredSession: PropertyDescriptor = {
     configurable: true,
     enumerable: true,
     get(this: Request): Request['session'] {
-      const loaded = (this as unknown as DeferredSlots)[DEFERRED]!;
+      const loaded = deferredSessions.get(this)!;
       // createSession assigns req.session, which lands in the setter below.
       const restored = store.createSession(this, JSON.parse(loaded.text) as SessionData);
       rememberSavedText(restored, loaded.text);
@@ -267,19 +268,20 @@ export function createSessionEngine(settings: SessionEngineSettings): SessionEng
       // The first access or assignment: the id is still the cookie's (regenerating needs the session built first).
       const cookieId = this.sessionID;
       Object.defineProperty(this, 'session', { configurable: true, enumerable: true, writable: true, value });
-      (this as unknown as DeferredSlots)[DEFERRED] = undefined;
+      deferredSessions.delete(this);
+      // express-session's Session methods (regenerate, destroy, reload) reach the store through it.
+      this.sessionStore = store as unknown as Request['sessionStore'];
       watchEnd(this, this.res!, cookieId);
     },
   };
 
   function deferSession(req: Request, loaded: LoadedSession): void {
-    (req as unknown as DeferredSlots)[DEFERRED] = loaded;
+    deferredSessions.set(req, loaded);
     Object.defineProperty(req, 'session', deferredSession);
   }
 
   return {
     begin(req: Request, res: Response): string | undefined {
-      req.sessionStore = store as unknown as Request['sessionStore'];
       const cookieId = cookieSessionId(req.headers.cookie);
       if (cookieId === undefined) {
         generate(req);
