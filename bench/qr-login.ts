@@ -25,6 +25,7 @@ import { KeySet } from '../lib/tokens/key-set';
 import { requireBearer } from '../lib/tokens/require-bearer';
 import { TokenService } from '../lib/tokens/token-service';
 import { listen, type BenchCase, type CaseApp } from './harness';
+import { qrFloorApp } from './qr-floor';
 
 /** Made once by the runner and sent to the provider's process and to the client's: secrets, prefix, Redis. */
 export interface QrFixtures {
@@ -117,6 +118,12 @@ export function qrCases(): BenchCase<QrFixtures>[] {
       name: 'provider-autopipelining',
       description: 'the same, the RedisStore connection with enableAutoPipelining',
       app: (fixtures) => qrProviderApp(fixtures, true),
+      requests: () => [],
+    },
+    {
+      name: 'http-floor',
+      description: 'the six requests answered by Express with canned answers of the same shape: no Redis, no tokens',
+      app: () => qrFloorApp(),
       requests: () => [],
     },
   ];

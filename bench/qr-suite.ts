@@ -109,6 +109,17 @@ export async function qrLoginSection(
     console.log(
       `  ${options.concurrency} in flight, enableAutoPipelining: ${pipelined.loginsPerSecond.toFixed(0)} logins/s, provider ${pipelined.providerCpuMsPerLogin.toFixed(2)} ms CPU/login`,
     );
+    const floor = await measureQr(
+      fixtures,
+      { concurrency: options.concurrency, durationSeconds },
+      warmupSeconds,
+      placement,
+      generator,
+      'http-floor',
+    );
+    console.log(
+      `  ${options.concurrency} in flight, HTTP floor (canned answers): ${floor.loginsPerSecond.toFixed(0)} logins/s, ${floor.providerCpuMsPerLogin.toFixed(2)} ms CPU/login`,
+    );
     const inFlight: Array<[number, QrRun]> = [[options.concurrency, main]];
     if (options.curve) {
       for (const concurrency of [1, 256]) {
@@ -142,6 +153,9 @@ export async function qrLoginSection(
       ...inFlight
         .filter(([concurrency]) => concurrency !== options.concurrency)
         .map(([concurrency, run]) => row(`${concurrency} in flight`, run)),
+      row(`HTTP floor, ${options.concurrency} in flight: the six requests answered by Express with canned answers`, floor),
+      '',
+      `Of the provider's ${main.providerCpuMsPerLogin.toFixed(2)} ms of CPU per login, ${floor.providerCpuMsPerLogin.toFixed(2)} ms is the floor: six HTTP requests through Express with the provider's body parsers and answers of the same shape and size, canned (\`bench/qr-floor.ts\`: no Redis, no tokens, no state). The remaining ${(main.providerCpuMsPerLogin - floor.providerCpuMsPerLogin).toFixed(2)} ms is the kit's own work: Redis commands, signing and verifying tokens, hashing secrets, the login's state.`,
       '',
       `Per step (ms), at full load with ${options.concurrency} in flight and at the fixed rate of ${rate} logins/s:`,
       '',
