@@ -23,6 +23,7 @@ module.exports = {
     '<rootDir>/test/oidc/oidc-router.test.ts',
     '<rootDir>/test/qr/qr-login.test.ts',
     '<rootDir>/test/qr/qr-login-provider.test.ts',
+    '<rootDir>/test/example-app/idp-interactions.test.ts',
   ],
   moduleNameMapper: {
     ...base.moduleNameMapper,
