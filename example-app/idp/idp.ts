@@ -93,55 +93,48 @@ export async function createIdp(config: DemoConfig, store: KeyValueStore): Promi
   app.get(IDP_STYLESHEET_PATH, function idpStylesheet(_req: Request, res: Response) {
     res.type('text/css').set('Cache-Control', 'public, max-age=3600').send(IDP_STYLESHEET);
   });
-  // The async handlers pass their failures on themselves, so they also run on Express 4 (which ignores a rejected
-  // promise, and Node then ends the process); Express 5 would pass them on either way.
-  app.get('/interaction/:uid', async function showIdpLogin(req: Request, res: Response, next: NextFunction) {
-    try {
+  // Express 4 does not pass on a rejected promise (the request would hang, then Node end the process): do it here.
+  const caught = (handler: (req: Request, res: Response) => Promise<void>) => (req: Request, res: Response, next: NextFunction) =>
+    void handler(req, res).catch(next);
+  app.get(
+    '/interaction/:uid',
+    caught(async function showIdpLogin(req: Request, res: Response) {
       const details = await provider.interactionDetails(req, res);
       res
         .set('Cache-Control', 'no-store')
         .type('html')
         .send(renderIdpLoginPage({ uid: details.uid, clientName: 'the SSO portal' }));
-    } catch (error) {
-      next(error);
-    }
-  });
+    }),
+  );
   app.post(
     '/interaction/:uid/login',
     express.urlencoded({ extended: false, limit: '4kb' }),
-    async function submitIdpLogin(req: Request, res: Response, next: NextFunction) {
-      try {
-        await finishIdpLogin(req, res);
-      } catch (error) {
-        next(error);
+    caught(async function submitIdpLogin(req: Request, res: Response) {
+      const details = await provider.interactionDetails(req, res);
+      const username = typeof req.body?.username === 'string' ? req.body.username : '';
+      const password = typeof req.body?.password === 'string' ? req.body.password : '';
+      const page = (status: number, error: string) =>
+        res
+          .status(status)
+          .set('Cache-Control', 'no-store')
+          .type('html')
+          .send(renderIdpLoginPage({ uid: details.uid, clientName: 'the SSO portal', error, username }));
+      // Counted before the password is checked, with the portal's policy and counters of its own.
+      const decision = await throttle.attempt({ username, address: req.ip ?? '' });
+      if (!decision.allowed) {
+        res.set('Retry-After', String(decision.retryAfterSeconds));
+        page(429, 'Too many failed attempts. Try again later.');
+        return;
       }
-    },
+      const user = await users.verifyPassword(username, password);
+      if (!user) {
+        page(401, 'Wrong username or password');
+        return;
+      }
+      await throttle.recordSuccess(decision);
+      await provider.interactionFinished(req, res, { login: { accountId: user.id } }, { mergeWithLastSubmission: false });
+    }),
   );
-  async function finishIdpLogin(req: Request, res: Response): Promise<void> {
-    const details = await provider.interactionDetails(req, res);
-    const username = typeof req.body?.username === 'string' ? req.body.username : '';
-    const password = typeof req.body?.password === 'string' ? req.body.password : '';
-    const page = (status: number, error: string) =>
-      res
-        .status(status)
-        .set('Cache-Control', 'no-store')
-        .type('html')
-        .send(renderIdpLoginPage({ uid: details.uid, clientName: 'the SSO portal', error, username }));
-    // Counted before the password is checked, with the portal's policy and counters of its own.
-    const decision = await throttle.attempt({ username, address: req.ip ?? '' });
-    if (!decision.allowed) {
-      res.set('Retry-After', String(decision.retryAfterSeconds));
-      page(429, 'Too many failed attempts. Try again later.');
-      return;
-    }
-    const user = await users.verifyPassword(username, password);
-    if (!user) {
-      page(401, 'Wrong username or password');
-      return;
-    }
-    await throttle.recordSuccess(decision);
-    await provider.interactionFinished(req, res, { login: { accountId: user.id } }, { mergeWithLastSubmission: false });
-  }
   app.use(provider.callback());
   // The interaction routes' own failures (an unknown or expired interaction is a 400 of oidc-provider).
   app.use(errorHandler({ html: true, homeUrl: `${auth}/login`, stylesheetUrl: IDP_STYLESHEET_PATH }));
