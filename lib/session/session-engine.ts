@@ -174,7 +174,9 @@ export function createSessionEngine(settings: SessionEngineSettings): SessionEng
   const cookieOptions = { path: cookie.path, httpOnly: true, secure: cookie.secure, domain: cookie.domain, sameSite: 'lax' as const };
 
   const generate = (req: Request): void => {
-    req.sessionStore = store as unknown as Request['sessionStore'];
+    // A loaded session not built yet is built first, so the end of the response knows the cookie's id and sets the
+    // cookie of the new one.
+    if (deferredSessions.has(req)) void req.session;
     req.sessionID = randomBytes(24).toString('base64url');
     req.session = new SessionClass(req);
     req.session.cookie = new CookieClass(cookieOptions);
@@ -250,7 +252,7 @@ export function createSessionEngine(settings: SessionEngineSettings): SessionEng
    * Gives the request its loaded session lazily: `req.session` is built (a fresh copy, express-session's `Session`
    * and `Cookie`) on first access, and only then is the end of the response watched for changes to save. Until
    * then the kit's checks read the frozen loaded data through {@link sessionView}, and `req.user` is its (frozen)
-   * user; building `req.session` hands `req.user` the session's own, changeable user, and sets `req.sessionStore`.
+   * user; building `req.session` hands `req.user` the session's own, changeable user.
    * One descriptor serves every request; what each request loaded waits in `deferredSessions`.
    */
   const deferredSession: PropertyDescriptor = {
@@ -269,8 +271,6 @@ export function createSessionEngine(settings: SessionEngineSettings): SessionEng
       const cookieId = this.sessionID;
       Object.defineProperty(this, 'session', { configurable: true, enumerable: true, writable: true, value });
       deferredSessions.delete(this);
-      // express-session's Session methods (regenerate, destroy, reload) reach the store through it.
-      this.sessionStore = store as unknown as Request['sessionStore'];
       watchEnd(this, this.res!, cookieId);
     },
   };
@@ -282,6 +282,8 @@ export function createSessionEngine(settings: SessionEngineSettings): SessionEng
 
   return {
     begin(req: Request, res: Response): string | undefined {
+      // As express-session: its Session methods and apps reach the store through it.
+      req.sessionStore = store as unknown as Request['sessionStore'];
       const cookieId = cookieSessionId(req.headers.cookie);
       if (cookieId === undefined) {
         generate(req);

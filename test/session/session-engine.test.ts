@@ -134,6 +134,15 @@ describe.each([
         app.get('/name', (req, res) => {
           res.json(req.user?.name ?? null);
         });
+        app.get('/fresh-id', (req, res) => {
+          // A new session id before req.session was ever read (what a store's regenerate does).
+          req.sessionStore.generate(req);
+          req.session.oidcTransactions = { fresh: 'yes' };
+          res.json(req.sessionID);
+        });
+        app.get('/transactions', (req, res) => {
+          res.json(req.session.oidcTransactions ?? null);
+        });
       },
     });
     if (cached) {
@@ -169,5 +178,15 @@ describe.each([
     });
     expect((await via(shop.server, 'shop.example.test', 'get', '/name', cookie)).body).toBe('Renamed');
     expect((await via(shop.server, 'shop.example.test', 'get', '/name', cookie)).body).toBe('Renamed');
+  });
+
+  it('sets the cookie of a new session id given before req.session was built', async () => {
+    const cookie = await loginAs(shop.server, 'shop.example.test', { id: 'regenerated' });
+    const res = await via(shop.server, 'shop.example.test', 'get', '/fresh-id', cookie);
+    expect(res.status).toBe(200);
+    expect(res.body).not.toBe(sessionIdOf(cookie));
+    const fresh = sessionCookieOf(res);
+    expect(fresh && sessionIdOf(fresh)).toBe(res.body);
+    expect((await via(shop.server, 'shop.example.test', 'get', '/transactions', fresh)).body).toEqual({ fresh: 'yes' });
   });
 });
