@@ -51,8 +51,19 @@ describe('browser journeys through the demo', () => {
   }
 
   async function passwordLogin(page: Page, username: string, password: string, returnTo: string): Promise<void> {
-    await page.goto(returnTo);
-    await page.waitForURL((url) => url.hostname.startsWith('auth.'));
+    const opened = await page.goto(returnTo);
+    await page
+      .waitForURL((url) => url.hostname.startsWith('auth.'))
+      .catch(async (error: Error) => {
+        // Say where the browser ended up instead of only that it timed out.
+        const text = (
+          await page
+            .locator('body')
+            .innerText()
+            .catch(() => '')
+        ).slice(0, 300);
+        throw new Error(`${returnTo} did not lead to the portal: at ${page.url()} (answer ${opened?.status()}): ${text}\n${error.message}`);
+      });
     await page.getByLabel('Username').fill(username);
     await page.getByLabel('Password').fill(password);
     await Promise.all([
