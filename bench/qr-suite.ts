@@ -98,28 +98,23 @@ export async function qrLoginSection(
     console.log(
       `  at ${rate} logins/s offered: login p50 ${fixed.steps.at(-1)?.p50.toFixed(1)} ms, p99 ${fixed.steps.at(-1)?.p99.toFixed(1)} ms`,
     );
-    const pipelined = await measureQr(
-      fixtures,
-      { concurrency: options.concurrency, durationSeconds },
-      warmupSeconds,
-      placement,
-      generator,
-      'provider-autopipelining',
-    );
-    console.log(
-      `  ${options.concurrency} in flight, enableAutoPipelining: ${pipelined.loginsPerSecond.toFixed(0)} logins/s, provider ${pipelined.providerCpuMsPerLogin.toFixed(2)} ms CPU/login`,
-    );
-    const floor = await measureQr(
-      fixtures,
-      { concurrency: options.concurrency, durationSeconds },
-      warmupSeconds,
-      placement,
-      generator,
-      'http-floor',
-    );
-    console.log(
-      `  ${options.concurrency} in flight, HTTP floor (canned answers): ${floor.loginsPerSecond.toFixed(0)} logins/s, ${floor.providerCpuMsPerLogin.toFixed(2)} ms CPU/login`,
-    );
+    // Another server case under the main row's load: the provider auto-pipelining, and the HTTP floor.
+    const sameLoad = async (caseName: string, label: string): Promise<QrRun> => {
+      const run = await measureQr(
+        fixtures,
+        { concurrency: options.concurrency, durationSeconds },
+        warmupSeconds,
+        placement,
+        generator,
+        caseName,
+      );
+      console.log(
+        `  ${options.concurrency} in flight, ${label}: ${run.loginsPerSecond.toFixed(0)} logins/s, ${run.providerCpuMsPerLogin.toFixed(2)} ms CPU/login`,
+      );
+      return run;
+    };
+    const pipelined = await sameLoad('provider-autopipelining', 'enableAutoPipelining');
+    const floor = await sameLoad('http-floor', 'HTTP floor (canned answers)');
     const inFlight: Array<[number, QrRun]> = [[options.concurrency, main]];
     if (options.curve) {
       for (const concurrency of [1, 256]) {

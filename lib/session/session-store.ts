@@ -65,10 +65,8 @@ function keepIfLive(
   sessionId: string,
   remove: () => Promise<unknown>,
 ): LoadedSession | null | Promise<LoadedSession | null> {
-  if (text === null) return null;
-  const data = lenientJson.parse(text);
-  if (!data) return null;
-  return keepLoadedIfLive({ data: freezeDeep(data), text }, hooks, sessionId, remove);
+  const loaded = text === null ? null : parseLoaded(text);
+  return loaded === null ? null : keepLoadedIfLive(loaded, hooks, sessionId, remove);
 }
 
 /** The lifetime rules on a session already parsed (a cached one is judged again on every request). */
