@@ -24,6 +24,7 @@ module.exports = {
     '<rootDir>/test/qr/qr-login.test.ts',
     '<rootDir>/test/qr/qr-login-provider.test.ts',
     '<rootDir>/test/example-app/idp-interactions.test.ts',
+    '<rootDir>/test/util/request-shape.test.ts',
   ],
   moduleNameMapper: {
     ...base.moduleNameMapper,

@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
 import { expressjwt } from 'express-jwt';
 import jwksRsa from 'jwks-rsa';
-import { listen, type AutocannonRequest, type BenchCase, type BenchSuite } from './harness';
+import { listen, preparedRequests, type AutocannonRequest, type BenchCase, type BenchSuite } from './harness';
 import { kitBearerCases } from './bearer-kit';
 
 /** How many distinct valid tokens the load generator rotates through, per signing algorithm. */
@@ -120,6 +120,12 @@ export function bearerCases(): BenchCase<BearerFixtures>[] {
       name: 'bare',
       description: 'bare Express, res.json of a constant (the RS256 tokens are sent but not read)',
       app: () => ({ app: protectedApp(undefined, () => 'anonymous') }),
+      requests: rs,
+    },
+    {
+      name: 'bare-prepared',
+      description: 'bare Express with the one step the kit takes first (prepareForProperties); tokens sent, not read',
+      app: () => ({ app: protectedApp(preparedRequests, () => 'anonymous') }),
       requests: rs,
     },
     ...kitBearerCases(),

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import express from 'express';
-import type { CaseApp } from './harness';
+import { preparedRequests, type CaseApp } from './harness';
 
 // Answers of about the provider's sizes: a 32-character login id, an ES256 access token of about 520 characters,
 // a 43-character refresh token, a 32-character openid.
@@ -11,7 +11,8 @@ const OPENID = 'o'.repeat(32);
 /**
  * The floor of a QR login: an Express app answering the six requests of one (create, scan, confirm, redirect,
  * exchange, userinfo) on the provider's paths, with its body parsers and answers of the same shape and size, but
- * canned: no Redis, no tokens signed or verified, no state. The QR client drives it exactly like the provider, so
+ * canned: no Redis, no tokens signed or verified, no state. Like the provider's router, it first prepares each request
+ * and response for added properties (`prepareForProperties`). The QR client drives it exactly like the provider, so
  * the provider's CPU per login minus this one's is what the kit's own work costs.
  *
  * @example
@@ -20,6 +21,7 @@ const OPENID = 'o'.repeat(32);
 export function qrFloorApp(): CaseApp {
   const app = express();
   app.disable('x-powered-by');
+  app.use(preparedRequests);
   const noStore = (res: express.Response) => res.set('Cache-Control', 'no-store');
 
   app.get('/sns/oauth2/qrconnect', (req, res) => {

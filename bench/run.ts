@@ -338,6 +338,7 @@ async function main(): Promise<void> {
     `- 1-minute load average when the run started: ${loadAtStart} (other work on the machine is not kept off the servers' CPU).`,
     `- Processes: ${placement.summary}. "server CPU µs/req" is the server process's user + system CPU time over the measured run divided by the requests answered; "busy" is CPU time ÷ wall time (100 % = one CPU fully used).`,
     ...suiteNotes,
+    "- bare-prepared: bare Express plus the one step the kit's session, Bearer and QR middlewares take first (`prepareForProperties`, see docs/sessions.md, \"Performance\"). It makes every property added to the request and response after it cheap, Express's own included, which is why kit cases can answer faster than bare Express; a kit case ÷ bare-prepared is what the kit's own work costs.",
     '',
     '## Results',
     '',

@@ -3,7 +3,7 @@ import express, { type Express, type Request, type Response } from 'express';
 import session from 'express-session';
 import { RedisStore as ConnectRedisStore } from 'connect-redis';
 import Redis from 'ioredis';
-import type { AutocannonRequest, BenchCase, BenchSuite } from './harness';
+import { preparedRequests, type AutocannonRequest, type BenchCase, type BenchSuite } from './harness';
 import { kitSessionCases } from './sessions-kit';
 
 /** How many logged-in sessions the load generator rotates through. */
@@ -107,6 +107,20 @@ export function sessionCases(): BenchCase<SessionFixtures>[] {
       app: () => {
         const app = express();
         app.disable('x-powered-by');
+        app.get('/me', (_req, res) => {
+          res.json({ id: 'constant' });
+        });
+        return { app };
+      },
+      requests: () => cookieRequests(Array.from({ length: DISTINCT_SESSIONS }, () => 'sid=none')),
+    },
+    {
+      name: 'bare-prepared',
+      description: 'bare Express with the one step the kit takes first (prepareForProperties), res.json of a constant',
+      app: () => {
+        const app = express();
+        app.disable('x-powered-by');
+        app.use(preparedRequests);
         app.get('/me', (_req, res) => {
           res.json({ id: 'constant' });
         });

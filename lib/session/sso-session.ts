@@ -2,6 +2,7 @@ import { createHmac, createSecretKey } from 'node:crypto';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { RedisStore } from '../store';
 import { debugChannel } from '../util/debug';
+import { prepareForProperties } from '../util/request-shape';
 import { checkRequestOrigin, csrfError, isSafeMethod, originFactsOf } from './csrf-guard';
 import { createSessionEngine, discardSession, sessionView, type EngineStore, type LoadedSession } from './session-engine';
 import { judgeSession } from './session-lifetime';
@@ -137,6 +138,8 @@ export function ssoSession(options: SsoSessionOptions): SsoSessionMiddleware {
       next();
       return;
     }
+    // Five properties follow (sso, sessionStore, sessionID, session, user): make adding them cheap first.
+    prepareForProperties(req, res);
     req.sso = runtime;
     const cookieId = engine.begin(req, res);
     if (cookieId === undefined) {

@@ -1,6 +1,7 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { debugChannel } from '../util/debug';
 import { OptionsError } from '../util/options';
+import { prepareForProperties } from '../util/request-shape';
 import { bearerErrors, INVALID_REQUEST, rememberRealm } from './bearer-errors';
 import { B64TOKEN, extractBearerToken } from './bearer-token-request';
 import { TokenError } from './errors';
@@ -91,7 +92,9 @@ export function requireBearer(options: RequireBearerOptions): RequestHandler {
     next(error === insufficient ? error : errors.fromFailure(error));
   }
 
-  return function requireBearerMiddleware(req: Request, _res: Response, next: NextFunction): void {
+  return function requireBearerMiddleware(req: Request, res: Response, next: NextFunction): void {
+    // `req.auth` (and the realm) will be added, and the route's own properties after it: make that cheap first.
+    prepareForProperties(req, res);
     const found = extractBearerToken(req, places, errors);
     if (found === undefined) {
       debug('refused %s %s: no access token', req.method, pathOf(req));
