@@ -6,21 +6,15 @@ import type { Server } from 'node:http';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
-import type { Express, RequestHandler } from 'express';
-import { prepareForProperties } from '../lib/util/request-shape';
+import type { Express } from 'express';
+import { preparingMiddleware } from '../lib/util/request-shape';
 import type { QrClientFigures, QrClientPlan, QrFixtures } from './qr-login';
 
 /**
- * A middleware doing only what the kit's entry middlewares do first (`prepareForProperties`), for the
- * "bare-prepared" cases: bare Express with that one step, to tell the kit's own cost from the step's saving.
- *
- * @example
- * app.use(preparedRequests);
+ * What the kit's entry middlewares do first (`prepareForProperties`), as a middleware, for the "bare-prepared"
+ * cases: bare Express with that one step, to tell the kit's own cost from the step's saving.
  */
-export const preparedRequests: RequestHandler = (req, res, next) => {
-  prepareForProperties(req, res);
-  next();
-};
+export const preparedRequests = preparingMiddleware;
 
 /** One request of the load generator's rotation (autocannon's request shape). */
 export interface AutocannonRequest {

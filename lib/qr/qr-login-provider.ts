@@ -1,6 +1,6 @@
 import express, { type Router } from 'express';
 import { OptionsError } from '../util/options';
-import { prepareForProperties } from '../util/request-shape';
+import { preparingMiddleware } from '../util/request-shape';
 import { buildAppRegistry } from './app-registry';
 import { browserRoutes } from './browser-routes';
 import { confirmationRoutes } from './confirmation-routes';
@@ -48,10 +48,7 @@ export function qrLoginProvider(options: QrLoginProviderOptions): Router {
 
   const router = express.Router();
   // Body parsers, rate limiters and the routes add properties to every request: make that cheap first.
-  router.use((req, res, next) => {
-    prepareForProperties(req, res);
-    next();
-  });
+  router.use(preparingMiddleware);
   // The browser that asks, the phone that confirms (its REST resource and the demo web page), the app's server.
   router.use(qrconnectRoutes(context, limiters.qrconnect));
   router.use(browserRoutes(context));

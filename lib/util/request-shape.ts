@@ -1,3 +1,5 @@
+import type { RequestHandler } from 'express';
+
 /**
  * Takes one own property of `target` out and puts it back with the same value, when it is a plain data property
  * (writable, enumerable, configurable). V8 then keeps the object's properties as a dictionary.
@@ -13,8 +15,8 @@ function reinsert(target: object, name: 'req' | 'res'): void {
 /**
  * Lets the kit, and everything after it in the chain, add properties to an Express request and response cheaply.
  * Express gives both objects its app's prototype (`Object.setPrototypeOf`); from then on V8 shares no property
- * layout between requests, so every property added afterwards copies the object's whole layout (about 1.2–1.5 µs
- * apiece on Node 20, and as much again for the garbage collector). Express itself, Node's HTTP response and the
+ * layout between requests, so every property added afterwards copies the object's whole layout (about 1.2–2.2 µs
+ * apiece on Node 20, and the copy is left to the garbage collector). Express itself, Node's HTTP response and the
  * kit all add properties after that point. Taking one own property out and putting it back turns the object's
  * properties into a dictionary once (about 1.6 µs), after which each addition costs tens of nanoseconds.
  * `bench/request-properties.ts` measures both; bench/RESULTS.md shows the effect on whole requests.
@@ -32,3 +34,14 @@ export function prepareForProperties(req: object, res: object): void {
   reinsert(req, 'res');
   reinsert(res, 'req');
 }
+
+/**
+ * {@link prepareForProperties} as a middleware, for a router whose first step it is.
+ *
+ * @example
+ * router.use(preparingMiddleware);
+ */
+export const preparingMiddleware: RequestHandler = (req, res, next) => {
+  prepareForProperties(req, res);
+  next();
+};
