@@ -10,5 +10,7 @@ module.exports = {
   // name means the sources (tsconfig.json maps it the same way for tsc and tsx).
   moduleNameMapper: { '^express-sso-kit$': '<rootDir>/lib/index.ts' },
   testTimeout: 30000,
+  // A file stuck outside any test's or hook's timeout is named, and after ten minutes ends the run as failed.
+  reporters: ['default', '<rootDir>/test/helpers/stalled-file-reporter.js'],
   maxWorkers: 2,
 };
