@@ -54,6 +54,12 @@ export class RecoveryCodes {
     return false;
   }
 
+  /** Removes every code of the user, used or not (the codes back up an authenticator app that is gone). */
+  async clear(userId: string): Promise<void> {
+    await this.credentials.setRecoveryCodes(userId, []);
+  }
+
+  /** How many unused codes the user has left. */
   remaining(userId: string): Promise<number> {
     return this.credentials.remainingRecoveryCodes(userId);
   }

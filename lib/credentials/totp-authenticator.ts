@@ -92,6 +92,14 @@ export class TotpAuthenticator {
     return 'accepted';
   }
 
+  /**
+   * Removes the user's authenticator app (its sealed secret and last accepted time step); true when one was
+   * enrolled. An app set up again gets a new secret, so no code of the removed one works afterwards.
+   */
+  remove(userId: string): Promise<boolean> {
+    return this.credentials.removeTotp(userId);
+  }
+
   /** Whether the user has an enrolled authenticator app. */
   async isEnrolled(userId: string): Promise<boolean> {
     return (await this.credentials.getTotp(userId)) !== undefined;

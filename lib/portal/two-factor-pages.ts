@@ -145,18 +145,22 @@ export interface TwoFactorPageModel {
   remainingRecoveryCodes: number;
   enrolUrl: string;
   regenerateAction: string;
+  /** Where the form that turns the authenticator app off posts. */
+  removeAction: string;
 }
 
 /**
  * The two-factor settings: whether an authenticator app is set up, how many recovery codes are left, and the
- * actions (set up or replace the app, new recovery codes).
+ * actions (set up, replace or turn off the app, new recovery codes).
  *
  * @example
- * res.send(renderTwoFactorPage({ assetsPath, userName, totpEnrolled: true, remainingRecoveryCodes: 9, enrolUrl, regenerateAction }));
+ * res.send(renderTwoFactorPage({ assetsPath, userName, totpEnrolled: true, remainingRecoveryCodes: 9, enrolUrl, regenerateAction, removeAction }));
  */
 export function renderTwoFactorPage(model: TwoFactorPageModel): string {
   const app = model.totpEnrolled
-    ? `<p data-totp-status="on">An authenticator app is set up.</p><p><a class="button secondary" href="${escapeHtml(model.enrolUrl)}">Replace the authenticator app</a></p>`
+    ? `<p data-totp-status="on">An authenticator app is set up.</p><p><a class="button secondary" href="${escapeHtml(model.enrolUrl)}">Replace the authenticator app</a></p>` +
+      `<form method="post" action="${escapeHtml(model.removeAction)}" data-totp-remove><p>Turning it off also deletes your recovery codes.</p>` +
+      `<button type="submit" class="button secondary">Turn off the authenticator app</button></form>`
     : `<p data-totp-status="off">No authenticator app is set up.</p><p><a class="button" href="${escapeHtml(model.enrolUrl)}">Set up an authenticator app</a></p>`;
   const codes = model.totpEnrolled
     ? `<h2>Recovery codes</h2><p>${model.remainingRecoveryCodes} unused recovery code${model.remainingRecoveryCodes === 1 ? '' : 's'} left.</p>` +

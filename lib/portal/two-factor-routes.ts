@@ -21,7 +21,8 @@ const pendingOwner = (userId: string): string => `${userId}#pending-totp`;
  * Mounts the factor settings: `GET /two-factor` (status and actions), `GET|POST /two-factor/totp` (enrol or replace
  * the authenticator app: a recent sign-in is required, and replacing an app needs a fresh second factor, so a
  * stolen password alone cannot swap it; the secret is saved only after one right code, and ten recovery codes
- * are shown once), `POST /two-factor/recovery-codes` (new codes, after a fresh second factor).
+ * are shown once), `POST /two-factor/totp/remove` (turn the app off, with its recovery codes, after a fresh second
+ * factor), `POST /two-factor/recovery-codes` (new codes, after a fresh second factor).
  *
  * @example
  * mountTwoFactorSettings(router, settings, twoFactor, parseForm);
@@ -83,6 +84,7 @@ export function mountTwoFactorSettings(
           remainingRecoveryCodes: await twoFactor.recovery.remaining(user.id),
           enrolUrl: `${req.baseUrl}/two-factor/totp`,
           regenerateAction: `${req.baseUrl}/two-factor/recovery-codes`,
+          removeAction: `${req.baseUrl}/two-factor/totp/remove`,
         }),
       );
     }),
@@ -138,6 +140,27 @@ export function mountTwoFactorSettings(
       // The code just typed proves the app: the session now holds two factors.
       await raiseSessionAuthentication(req, 'otp');
       showCodes(req, res, codes, returnTo);
+    }),
+  );
+
+  router.post(
+    '/two-factor/totp/remove',
+    parseForm,
+    asyncRoute(async function removeTotp(req, res) {
+      requireSameOrigin(req, settings.allowedOrigins);
+      const settingsPage = `${requestBase(req)}${req.baseUrl}/two-factor`;
+      // While an app is enrolled this asks a fresh second factor: a stolen password or an old session alone
+      // cannot turn it off. With none enrolled there is nothing to remove, and the settings page says so.
+      const elsewhere = await gate(req, settingsPage);
+      if (elsewhere !== undefined) {
+        res.redirect(303, elsewhere);
+        return;
+      }
+      const user = req.user as SessionUser;
+      await twoFactor.totp.remove(user.id);
+      // The codes back up the app: left behind, they would still pass as a second factor on their own.
+      await twoFactor.recovery.clear(user.id);
+      res.redirect(303, settingsPage);
     }),
   );
 

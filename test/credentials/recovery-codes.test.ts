@@ -36,6 +36,16 @@ describe('RecoveryCodes', () => {
     expect(await recovery.remaining(USER)).toBe(8);
   });
 
+  it('clears every code of one user, leaving other users’ codes', async () => {
+    const recovery = new RecoveryCodes(credentials, createSecretSealer({ key }));
+    const [first] = await recovery.regenerate(USER);
+    const [others] = await recovery.regenerate('directory:local|bob');
+    await recovery.clear(USER);
+    expect(await recovery.remaining(USER)).toBe(0);
+    expect(await recovery.use(USER, first!)).toBe(false);
+    expect(await recovery.use('directory:local|bob', others!)).toBe(true);
+  });
+
   it('never accepts one user’s code for another user', async () => {
     const recovery = new RecoveryCodes(credentials, createSecretSealer({ key }));
     const [code] = await recovery.regenerate(USER);

@@ -42,6 +42,15 @@ describe('TotpAuthenticator', () => {
     expect(await totp.verify(USER, codeAt(secret, T0), T0)).toBe('rejected');
   });
 
+  it('removes an enrolled app: its codes no longer verify, and a second removal says there was none', async () => {
+    const secret = totp.newSecret();
+    expect(await totp.enrol(USER, secret, codeAt(secret, T0), T0)).toBe(true);
+    expect(await totp.remove(USER)).toBe(true);
+    expect(await totp.isEnrolled(USER)).toBe(false);
+    expect(await totp.verify(USER, codeAt(secret, T0 + 30_000), T0 + 30_000)).toBe('not_enrolled');
+    expect(await totp.remove(USER)).toBe(false);
+  });
+
   it('accepts one step either side, refuses two steps away', async () => {
     const secret = totp.newSecret();
     await totp.enrol(USER, secret, codeAt(secret, T0), T0);

@@ -336,6 +336,57 @@ describe.each(credentialStores)('the portal’s second factors and step-up page,
       expect((await other.post('/step-up', { ...formFields(page.text, 'recovery'), code: codes[2] as string })).status).toBe(401);
       expect((await other.post('/step-up', { ...formFields(page.text, 'recovery'), code: fresh[0] as string })).status).toBe(303);
     });
+
+    const userId = (name: string) => `${DEFAULT_DIRECTORY_SOURCE}|${name}`;
+
+    it('turning the app off, after a fresh second factor, removes it with its recovery codes', async () => {
+      const { browser, codes } = await enrolled('user10');
+      // Another browser of the same user holds a step-up form from before the removal.
+      const later = await signIn('user10');
+      const heldForm = formFields((await later.get('/step-up?acr=2fa')).text, 'recovery');
+      expect((await browser.get('/two-factor')).text).toContain('data-totp-remove');
+      const res = await browser.post('/two-factor/totp/remove', {});
+      expect(res.status).toBe(303);
+      expect(new URL(res.headers.location!, AUTH_ORIGIN).pathname).toBe('/two-factor');
+      expect((await browser.get('/two-factor')).text).toContain('data-totp-status="off"');
+      expect(await factors.credentials.getTotp(userId('user10'))).toBeUndefined();
+      expect(await factors.credentials.remainingRecoveryCodes(userId('user10'))).toBe(0);
+      // No second factor is left to give: an old recovery code no longer passes as one, and the step-up page
+      // sends the user to set one up.
+      expect((await later.post('/step-up', { ...heldForm, code: codes[0] as string })).status).not.toBe(303);
+      expect((await later.get('/admin')).status).toBe(302);
+      const stepUp = await later.get('/step-up?acr=2fa');
+      expect(stepUp.status).toBe(303);
+      expect(new URL(stepUp.headers.location!, AUTH_ORIGIN).pathname).toBe('/two-factor/totp');
+    });
+
+    it('a password-only session is sent to step up first, and the app stays', async () => {
+      await enrolled('user11');
+      const browser = await signIn('user11');
+      const res = await browser.post('/two-factor/totp/remove', {});
+      expect(res.status).toBe(303);
+      const location = new URL(res.headers.location!, AUTH_ORIGIN);
+      expect(location.pathname).toBe('/step-up');
+      expect(location.searchParams.get('acr')).toBe('2fa');
+      expect(new URL(location.searchParams.get('return_to')!).pathname).toBe('/two-factor');
+      expect(await factors.credentials.getTotp(userId('user11'))).toBeDefined();
+      expect(await factors.credentials.remainingRecoveryCodes(userId('user11'))).toBe(10);
+    });
+
+    it('refuses a form from another origin (CSRF), even with a fresh second factor, and the app stays', async () => {
+      const { browser } = await enrolled('user12');
+      expect((await browser.post('/two-factor/totp/remove', {}, 'https://evil.test')).status).toBe(403);
+      expect(await factors.credentials.getTotp(userId('user12'))).toBeDefined();
+      expect(await factors.credentials.remainingRecoveryCodes(userId('user12'))).toBe(10);
+    });
+
+    it('sends a visitor without a session to the login page, and refuses one posting from another origin', async () => {
+      const res = await new Browser(app).post('/two-factor/totp/remove', {});
+      expect(res.status).toBe(303);
+      expect(new URL(res.headers.location!, AUTH_ORIGIN).pathname).toBe('/login');
+      // Without a session cookie the session's own CSRF check has nothing to guard; the portal's check still refuses.
+      expectProblem(await new Browser(app).post('/two-factor/totp/remove', {}, 'https://evil.test'), 403, 'csrf_origin');
+    });
   });
 });
 

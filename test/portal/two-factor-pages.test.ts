@@ -31,6 +31,7 @@ describe('the second-factor pages', () => {
       remainingRecoveryCodes: 1,
       enrolUrl: '/two-factor/totp',
       regenerateAction: '/two-factor/recovery-codes',
+      removeAction: HOSTILE,
     }),
   ];
 
