@@ -4,6 +4,7 @@ import { checkOptions, OptionsError } from '../util/options';
 import { type KeyValueStore, StoreUnavailableError, StoreWrongTypeError } from './port';
 import { hashSlot } from './hash-slot';
 import { createRedisConnection, isCluster, type RedisClient, type RedisConnectionOptions } from './redis-connection';
+import { TurnPipeline } from './turn-pipeline';
 import { REDIS_STORE_OPTIONS, resolveReplicaWait, waitMillis, type RedisStoreOptions, type ReplicaWait } from './redis-store-options';
 
 export type { RedisStoreOptions, ReplicaWait } from './redis-store-options';
@@ -54,12 +55,6 @@ return 1`;
 // Lua's unpack() takes a few thousand values at most; longer lists go through a MULTI instead.
 const SCRIPT_MEMBERS_LIMIT = 1000;
 
-interface ScriptedClient {
-  ssoCompareAndSet(key: string, expected: string, next: string, ttlMillis: string): Promise<number>;
-  ssoIncrementInWindow(key: string, windowMillis: string): Promise<number>;
-  ssoAddToSetWithExpiry(key: string, ttlMillis: string, ...members: string[]): Promise<number>;
-}
-
 /**
  * The storage port on Redis (single node, Sentinel or Cluster). Every operation that must be atomic is one Redis
  * command or one Lua script over a single key, so it is atomic on a Cluster too.
@@ -73,6 +68,7 @@ export class RedisStore implements KeyValueStore {
   readonly client: RedisClient;
   readonly prefix: string;
   private readonly ownsClient: boolean;
+  private readonly commands: TurnPipeline;
   private subscriber: RedisClient | undefined;
   private subscriberReady: Promise<RedisClient> | undefined;
   private readonly listeners = new Map<string, Set<(message: string) => void>>();
@@ -107,14 +103,11 @@ export class RedisStore implements KeyValueStore {
     ] as const) {
       if (!(name in this.client)) this.client.defineCommand(name, { numberOfKeys: 1, lua });
     }
+    this.commands = new TurnPipeline(this.client);
   }
 
   private key(key: string): string {
     return this.prefix + key;
-  }
-
-  private get scripted(): ScriptedClient {
-    return this.client as unknown as ScriptedClient;
   }
 
   private async run<T>(operation: () => Promise<T>): Promise<T> {
@@ -133,54 +126,56 @@ export class RedisStore implements KeyValueStore {
   }
 
   get(key: string): Promise<string | null> {
-    return this.run(() => this.client.get(this.key(key)));
+    return this.run(() => this.commands.call<string | null>('get', [this.key(key)]));
   }
 
   async set(key: string, value: string, ttlSeconds?: number): Promise<void> {
     await this.run(() =>
       ttlSeconds === undefined
-        ? this.client.set(this.key(key), value)
-        : this.client.set(this.key(key), value, 'PX', Math.ceil(ttlSeconds * 1000)),
+        ? this.commands.call('set', [this.key(key), value])
+        : this.commands.call('set', [this.key(key), value, 'PX', Math.ceil(ttlSeconds * 1000)]),
     );
   }
 
   async setIfAbsent(key: string, value: string, ttlSeconds?: number): Promise<boolean> {
     const reply = await this.run(() =>
       ttlSeconds === undefined
-        ? this.client.set(this.key(key), value, 'NX')
-        : this.client.set(this.key(key), value, 'PX', Math.ceil(ttlSeconds * 1000), 'NX'),
+        ? this.commands.call<string | null>('set', [this.key(key), value, 'NX'])
+        : this.commands.call<string | null>('set', [this.key(key), value, 'PX', Math.ceil(ttlSeconds * 1000), 'NX']),
     );
     return reply === 'OK';
   }
 
   take(key: string): Promise<string | null> {
-    return this.run(() => this.client.getdel(this.key(key)));
+    return this.run(() => this.commands.call<string | null>('getdel', [this.key(key)]));
   }
 
   async compareAndSet(key: string, expected: string, next: string, ttlSeconds?: number): Promise<boolean> {
     const ttl = ttlSeconds === undefined ? '' : String(Math.ceil(ttlSeconds * 1000));
-    const reply = await this.run(() => this.scripted.ssoCompareAndSet(this.key(key), expected, next, ttl));
+    const reply = await this.run(() => this.commands.call<number>('ssoCompareAndSet', [this.key(key), expected, next, ttl]));
     return reply === 1;
   }
 
   async delete(...keys: string[]): Promise<number> {
     if (keys.length === 0) return 0;
     // One DEL per key: keys of different hash slots cannot share a command on a Cluster.
-    const counts = await this.run(() => Promise.all(keys.map((key) => this.client.del(this.key(key)))));
+    const counts = await this.run(() => Promise.all(keys.map((key) => this.commands.call<number>('del', [this.key(key)]))));
     return counts.reduce((sum, count) => sum + count, 0);
   }
 
   async expire(key: string, ttlSeconds: number): Promise<boolean> {
-    const reply = await this.run(() => this.client.pexpire(this.key(key), Math.ceil(ttlSeconds * 1000)));
+    const reply = await this.run(() => this.commands.call<number>('pexpire', [this.key(key), Math.ceil(ttlSeconds * 1000)]));
     return reply === 1;
   }
 
   ttlMillis(key: string): Promise<number> {
-    return this.run(() => this.client.pttl(this.key(key)));
+    return this.run(() => this.commands.call<number>('pttl', [this.key(key)]));
   }
 
   async increment(key: string, windowSeconds: number): Promise<number> {
-    const reply = await this.run(() => this.scripted.ssoIncrementInWindow(this.key(key), String(Math.ceil(windowSeconds * 1000))));
+    const reply = await this.run(() =>
+      this.commands.call<number>('ssoIncrementInWindow', [this.key(key), String(Math.ceil(windowSeconds * 1000))]),
+    );
     return Number(reply);
   }
 
@@ -188,12 +183,12 @@ export class RedisStore implements KeyValueStore {
     if (members.length === 0) return;
     const fullKey = this.key(key);
     if (ttlSeconds === undefined) {
-      await this.run(() => this.client.sadd(fullKey, ...members));
+      await this.run(() => this.commands.call('sadd', [fullKey, ...members]));
       return;
     }
     const ttlMillis = Math.ceil(ttlSeconds * 1000);
     if (members.length <= SCRIPT_MEMBERS_LIMIT) {
-      await this.run(() => this.scripted.ssoAddToSetWithExpiry(fullKey, String(ttlMillis), ...members));
+      await this.run(() => this.commands.call('ssoAddToSetWithExpiry', [fullKey, String(ttlMillis), ...members]));
       return;
     }
     await this.run(async () => {
@@ -209,18 +204,22 @@ export class RedisStore implements KeyValueStore {
 
   async removeFromSet(key: string, members: readonly string[]): Promise<void> {
     if (members.length === 0) return;
-    await this.run(() => this.client.srem(this.key(key), ...members));
+    await this.run(() => this.commands.call('srem', [this.key(key), ...members]));
   }
 
   members(key: string): Promise<string[]> {
-    return this.run(() => this.client.smembers(this.key(key)));
+    return this.run(() => this.commands.call<string[]>('smembers', [this.key(key)]));
   }
 
   async publish(channel: string, message: string): Promise<void> {
     const fullChannel = this.key(channel);
     // A Cluster client sends PUBLISH to a random node, and messages that enter the cluster at different nodes can
     // reach a subscriber out of order (a QR login's `scanned` after its `confirmed`); one node keeps their order.
-    await this.run(() => this.connectionOwning(fullChannel).publish(fullChannel, message));
+    await this.run(() =>
+      isCluster(this.client)
+        ? this.connectionOwning(fullChannel).publish(fullChannel, message)
+        : this.commands.call('publish', [fullChannel, message]),
+    );
   }
 
   async confirmWrites(keys: readonly string[]): Promise<void> {
@@ -230,7 +229,12 @@ export class RedisStore implements KeyValueStore {
     // received one of the keys; elsewhere the one connection every command of this store travels on.
     const connections = isCluster(this.client) ? [...new Set(keys.map((key) => this.connectionOwning(this.key(key))))] : [this.client];
     const millis = waitMillis(wait.timeoutSeconds);
-    const acknowledged = await this.run(() => Promise.all(connections.map((connection) => connection.wait(wait.replicas, millis))));
+    const acknowledged = await this.run(() =>
+      isCluster(this.client)
+        ? Promise.all(connections.map((connection) => connection.wait(wait.replicas, millis)))
+        : // Through the store's own command queue, so it follows every write this store has handed to the connection.
+          this.commands.call<number>('wait', [wait.replicas, millis]).then((count) => [count]),
+    );
     const fewest = Math.min(...acknowledged);
     if (fewest < wait.replicas) {
       debug('write refused: %d of %d replicas acknowledged within %d ms', fewest, wait.replicas, millis);
