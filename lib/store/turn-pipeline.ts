@@ -32,6 +32,8 @@ export class TurnPipeline {
 
   /** Runs command `name` (a Redis command or a script defined with `defineCommand`) with `args`. */
   call<T>(name: string, args: Array<string | number>): Promise<T> {
+    // An unknown name is refused here, alone, rather than breaking the pipeline of the whole turn.
+    if (this.method(name) === undefined) return Promise.reject(new Error(`no Redis command ${name}`));
     if (!this.batching) return this.direct(name, args) as Promise<T>;
     return new Promise<T>((resolve, reject) => {
       this.pending.push({ name, args, resolve: resolve as (value: unknown) => void, reject });
@@ -43,10 +45,17 @@ export class TurnPipeline {
     });
   }
 
+  private method(name: string): ((...values: Array<string | number>) => Promise<unknown>) | undefined {
+    const method = (this.client as unknown as Record<string, unknown>)[name];
+    return typeof method === 'function' ? (method as (...values: Array<string | number>) => Promise<unknown>) : undefined;
+  }
+
   private direct(name: string, args: Array<string | number>): Promise<unknown> {
-    const method = (this.client as unknown as Record<string, (...values: Array<string | number>) => Promise<unknown>>)[name];
-    if (typeof method !== 'function') return Promise.reject(new Error(`no Redis command ${name}`));
-    return method.apply(this.client, args);
+    try {
+      return (this.method(name) as (...values: Array<string | number>) => Promise<unknown>).apply(this.client, args);
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   private flush(): void {
@@ -58,20 +67,25 @@ export class TurnPipeline {
       this.direct(only.name, only.args).then(only.resolve, only.reject);
       return;
     }
-    this.client
-      .pipeline(commands.map((command) => [command.name, ...command.args]))
-      .exec()
-      .then(
-        (replies) => {
-          commands.forEach((command, index) => {
-            const [error, value] = (replies?.[index] ?? [new Error('no reply'), undefined]) as Reply;
-            if (error) command.reject(error);
-            else command.resolve(value);
-          });
-        },
-        (error: unknown) => {
-          for (const command of commands) command.reject(error);
-        },
-      );
+    let sent: Promise<Reply[] | null>;
+    try {
+      sent = this.client.pipeline(commands.map((command) => [command.name, ...command.args])).exec() as Promise<Reply[] | null>;
+    } catch (error) {
+      // Building the pipeline threw (this runs in a timer callback, where a throw would end the process).
+      for (const command of commands) command.reject(error);
+      return;
+    }
+    sent.then(
+      (replies) => {
+        commands.forEach((command, index) => {
+          const [error, value] = (replies?.[index] ?? [new Error('no reply'), undefined]) as Reply;
+          if (error) command.reject(error);
+          else command.resolve(value);
+        });
+      },
+      (error: unknown) => {
+        for (const command of commands) command.reject(error);
+      },
+    );
   }
 }

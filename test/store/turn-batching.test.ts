@@ -152,6 +152,13 @@ describe('batching one turn’s commands, on a private Redis', () => {
       expect(fine).toEqual({ status: 'fulfilled', value: 'value' });
     });
 
+    it('refuses an unknown command alone; the others of its turn go through', async () => {
+      const commands = new TurnPipeline(client);
+      const [unknown, fine] = await Promise.allSettled([commands.call('nosuchcommand', ['x']), commands.call('set', ['k', 'v'])]);
+      expect(unknown).toMatchObject({ status: 'rejected', reason: { message: 'no Redis command nosuchcommand' } });
+      expect(fine).toEqual({ status: 'fulfilled', value: 'OK' });
+    });
+
     it('runs scripts defined on the client, also on a connection that has not loaded them yet', async () => {
       const fresh = createRedisConnection(redis.url);
       try {
