@@ -147,6 +147,7 @@ export async function establishLogin(req: Request, user: LoginUser, options: Est
   } finally {
     clearFreshLogin(fresh);
   }
+  await runtime.manager.settled(req.sessionID);
   try {
     await runtime.manager.confirmSessionWrites(req.sessionID, sessionUser.id, tags);
   } catch (error) {

@@ -55,6 +55,7 @@ export async function raiseSessionAuthentication(
   } finally {
     clearFreshLogin(fresh);
   }
+  await runtime.manager.settled(req.sessionID);
   await runtime.manager.confirmSessionWrites(req.sessionID, user.id, tags);
   req.user = raised;
 }

@@ -10,6 +10,8 @@ import { debugChannel } from '../util/debug';
 export const SESSIONS_ENDED_CHANNEL = 'sessions:ended';
 
 const debug = debugChannel('session');
+// A login whose record was never written (the save failed) stops being protected from pruning after this.
+const PENDING_SECONDS = 60;
 
 /** Settings of a {@link KitSessionManager}. */
 export interface SessionManagerSettings {
@@ -69,6 +71,14 @@ export class KitSessionManager implements SessionManager {
     return this.settings.sessionPrefix + sessionId;
   }
 
+  /**
+   * Present from just before a login is indexed until its record is written ({@link KitSessionManager.settled}, or
+   * at most a minute): pruning must not take an id whose record does not exist yet for one whose record has ended.
+   */
+  private static pendingKey(sessionId: string): string {
+    return `session-pending:${sessionId}`;
+  }
+
   private static userKey(userId: string): string {
     return `user-sessions:{${userId}}`;
   }
@@ -117,6 +127,7 @@ export class KitSessionManager implements SessionManager {
     const ttlSeconds = this.settings.limits.absoluteMs / 1000;
     const userKey = KitSessionManager.userKey(userId);
     await guarded(this.pruneEnded(userKey));
+    await guarded(this.store.set(KitSessionManager.pendingKey(sessionId), '1', PENDING_SECONDS));
     await guarded(
       Promise.all([
         this.store.addToSet(userKey, [sessionId], ttlSeconds),
@@ -125,11 +136,20 @@ export class KitSessionManager implements SessionManager {
     );
   }
 
+  /** Marks an indexed login's record as written, so pruning may take its id once the record ends. */
+  async settled(sessionId: string): Promise<void> {
+    await guarded(this.store.delete(KitSessionManager.pendingKey(sessionId)));
+  }
+
   private async pruneEnded(indexKey: string): Promise<void> {
     const ids = await this.store.members(indexKey);
     if (ids.length === 0) return;
     const remaining = await Promise.all(ids.map((id) => this.store.ttlMillis(this.sessionKey(id))));
-    const ended = ids.filter((_id, position) => remaining[position] === -2);
+    const missing = ids.filter((_id, position) => remaining[position] === -2);
+    if (missing.length === 0) return;
+    // A login indexed by a concurrent request has no record yet: it is being created, not ended.
+    const pending = await Promise.all(missing.map((id) => this.store.ttlMillis(KitSessionManager.pendingKey(id))));
+    const ended = missing.filter((_id, position) => pending[position] === -2);
     if (ended.length > 0) await this.store.removeFromSet(indexKey, ended);
   }
 

@@ -1,5 +1,6 @@
 import { checkOptions } from '../util/options';
 import { isCluster, type RedisClient } from './redis-connection';
+import { TurnQueue } from './turn-queue';
 
 interface PendingRead {
   key: string;
@@ -30,8 +31,7 @@ export class BatchedGet {
   private readonly client: RedisClient;
   private readonly maxBatch: number;
   private readonly batching: boolean;
-  private pending: PendingRead[] = [];
-  private scheduled = false;
+  private readonly queue = new TurnQueue<PendingRead>((reads) => this.flush(reads));
 
   constructor(client: RedisClient, options: BatchedGetOptions = {}) {
     checkOptions('BatchedGet', options, {
@@ -45,20 +45,10 @@ export class BatchedGet {
   /** The value at `key` (null when absent), read in the current turn's batch. */
   get(key: string): Promise<string | null> {
     if (!this.batching) return this.client.get(key);
-    return new Promise((resolve, reject) => {
-      this.pending.push({ key, resolve, reject });
-      if (!this.scheduled) {
-        this.scheduled = true;
-        // setImmediate runs after the poll phase, so every request parsed in this turn joins the batch.
-        setImmediate(() => this.flush());
-      }
-    });
+    return new Promise((resolve, reject) => this.queue.push({ key, resolve, reject }));
   }
 
-  private flush(): void {
-    const reads = this.pending;
-    this.pending = [];
-    this.scheduled = false;
+  private flush(reads: PendingRead[]): void {
     for (let start = 0; start < reads.length; start += this.maxBatch) this.send(reads.slice(start, start + this.maxBatch));
   }
 

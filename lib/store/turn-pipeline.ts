@@ -1,7 +1,11 @@
 import { isCluster, type RedisClient } from './redis-connection';
+import { TurnQueue } from './turn-queue';
+
+type CommandMethod = (...values: Array<string | number>) => Promise<unknown>;
 
 interface PendingCommand {
   name: string;
+  method: CommandMethod;
   args: Array<string | number>;
   resolve(value: unknown): void;
   reject(error: unknown): void;
@@ -22,8 +26,7 @@ type Reply = [Error | null, unknown];
 export class TurnPipeline {
   private readonly client: RedisClient;
   private readonly batching: boolean;
-  private pending: PendingCommand[] = [];
-  private scheduled = false;
+  private readonly queue = new TurnQueue<PendingCommand>((commands) => this.flush(commands));
 
   constructor(client: RedisClient) {
     this.client = client;
@@ -32,39 +35,27 @@ export class TurnPipeline {
 
   /** Runs command `name` (a Redis command or a script defined with `defineCommand`) with `args`. */
   call<T>(name: string, args: Array<string | number>): Promise<T> {
-    // An unknown name is refused here, alone, rather than breaking the pipeline of the whole turn.
-    if (this.method(name) === undefined) return Promise.reject(new Error(`no Redis command ${name}`));
-    if (!this.batching) return this.direct(name, args) as Promise<T>;
-    return new Promise<T>((resolve, reject) => {
-      this.pending.push({ name, args, resolve: resolve as (value: unknown) => void, reject });
-      if (!this.scheduled) {
-        this.scheduled = true;
-        // setImmediate runs after the poll phase, so every command issued while this turn's I/O is handled joins.
-        setImmediate(() => this.flush());
-      }
-    });
-  }
-
-  private method(name: string): ((...values: Array<string | number>) => Promise<unknown>) | undefined {
     const method = (this.client as unknown as Record<string, unknown>)[name];
-    return typeof method === 'function' ? (method as (...values: Array<string | number>) => Promise<unknown>) : undefined;
+    // An unknown name is refused here, alone, rather than breaking the pipeline of the whole turn.
+    if (typeof method !== 'function') return Promise.reject(new Error(`no Redis command ${name}`));
+    if (!this.batching) return this.direct(method as CommandMethod, args) as Promise<T>;
+    return new Promise<T>((resolve, reject) =>
+      this.queue.push({ name, method: method as CommandMethod, args, resolve: resolve as (value: unknown) => void, reject }),
+    );
   }
 
-  private direct(name: string, args: Array<string | number>): Promise<unknown> {
+  private direct(method: CommandMethod, args: Array<string | number>): Promise<unknown> {
     try {
-      return (this.method(name) as (...values: Array<string | number>) => Promise<unknown>).apply(this.client, args);
+      return method.apply(this.client, args);
     } catch (error) {
       return Promise.reject(error);
     }
   }
 
-  private flush(): void {
-    const commands = this.pending;
-    this.pending = [];
-    this.scheduled = false;
+  private flush(commands: PendingCommand[]): void {
     if (commands.length === 1) {
       const [only] = commands as [PendingCommand];
-      this.direct(only.name, only.args).then(only.resolve, only.reject);
+      this.direct(only.method, only.args).then(only.resolve, only.reject);
       return;
     }
     let sent: Promise<Reply[] | null>;

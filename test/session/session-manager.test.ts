@@ -34,6 +34,16 @@ describe('SessionManager', () => {
     expect(await redis.client.smembers(`${redis.prefix}user-sessions:{${userId('bob')}}`)).toEqual([sessionIdOf(kept)]);
   });
 
+  it('keeps a login that is indexed but not yet saved when another login of the same user prunes the index', async () => {
+    // The window between indexing a login and writing its record: without a guard, a concurrent login's pruning
+    // took the id for an ended session, and the new session then survived logout everywhere.
+    const manager = sso.manager as unknown as { index(id: string, user: string, tags: string[]): Promise<void> };
+    const creating = 'being-created-0123456789abcdefghij';
+    await manager.index(creating, userId('dana'), []);
+    await loginAs(shop.server, 'shop.example.test', { id: 'dana' });
+    expect(await redis.client.smembers(`${redis.prefix}user-sessions:{${userId('dana')}}`)).toContain(creating);
+  });
+
   it('revokes only sessions of the named user', async () => {
     const cookie = await loginAs(shop.server, 'shop.example.test', { id: 'carol' });
     const handle = sso.manager.handleOf(sessionIdOf(cookie));
