@@ -76,7 +76,7 @@ export class KitSessionManager implements SessionManager {
    * at most a minute): pruning must not take an id whose record does not exist yet for one whose record has ended.
    */
   private static pendingKey(sessionId: string): string {
-    return `session-pending:${sessionId}`;
+    return `session-pending:{${sessionId}}`;
   }
 
   private static userKey(userId: string): string {
