@@ -13,4 +13,8 @@ module.exports = {
   // A file stuck outside any test's or hook's timeout is named, and after ten minutes ends the run as failed.
   reporters: ['default', '<rootDir>/test/helpers/stalled-file-reporter.js'],
   maxWorkers: 2,
+  // A worker that idles above this after a file is replaced by a fresh one. Every file loads its own copy of the
+  // kit, Express and the ESM libraries (jose, oidc-provider) into a new context, and a worker's heap grows to about
+  // 1.2 GB by the end of a run; the last files of a long-lived worker should not run on what the first ones left.
+  workerIdleMemoryLimit: '800MB',
 };

@@ -9,4 +9,4 @@ cd "$(dirname "$0")/.."
 if [ "$#" -eq 0 ]; then
   set -- --testPathIgnorePatterns '/test/(e2e|reliability|package)/'
 fi
-exec npx tsx scripts/with-redis-cluster.ts -- env NODE_OPTIONS=--experimental-vm-modules npx jest "$@"
+exec npx tsx scripts/with-redis-cluster.ts -- env NODE_OPTIONS='--experimental-vm-modules --expose-gc' npx jest "$@"
