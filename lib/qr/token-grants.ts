@@ -45,7 +45,7 @@ export async function grantForCode(context: QrProviderContext, app: RegisteredQr
   const { userId, grantId } = redeemed.code;
   const secret = await context.openidSecret();
   const openid = deriveOpenid(secret, app.appid, userId);
-  await context.store.set(subjectKey(app.appid, openid), userId, settings.subjectLifetimeSeconds);
+  // The subject's record and the refresh token's go to Redis together (one round trip on a single node).
   const [accessToken, refreshToken] = await Promise.all([
     tokens.issueAccessToken({
       subject: openid,
@@ -57,6 +57,7 @@ export async function grantForCode(context: QrProviderContext, app: RegisteredQr
       expiresInSeconds: settings.accessTokenLifetimeSeconds,
     }),
     tokens.issueRefreshToken({ subject: openid, clientId: app.appid, grantId, scope: SCOPE }),
+    context.store.set(subjectKey(app.appid, openid), userId, settings.subjectLifetimeSeconds),
   ]);
   // A replay that raced this exchange may have revoked the grant before the refresh token's family existed;
   // revoking again now covers that family too. The answer still goes out: exactly one caller wins the code.

@@ -172,8 +172,6 @@ export class RefreshTokens {
     const familyId = randomUUID();
     const grantId = input.grantId === undefined ? familyId : requireId('grantId', input.grantId);
     const now = this.now();
-    await this.store.set(`rtf:{${familyId}}`, FAMILY_ACTIVE, this.lifetimeSeconds);
-    await this.store.addToSet(`grant:{${grantId}}:families`, [familyId], this.lifetimeSeconds);
     return this.mintConfirmed(
       {
         familyId,
@@ -186,6 +184,10 @@ export class RefreshTokens {
       },
       now,
       [`grant:{${grantId}}:families`],
+      [
+        this.store.set(`rtf:{${familyId}}`, FAMILY_ACTIVE, this.lifetimeSeconds),
+        this.store.addToSet(`grant:{${grantId}}:families`, [familyId], this.lifetimeSeconds),
+      ],
     );
   }
 
@@ -225,14 +227,16 @@ export class RefreshTokens {
     // second left counts as ended: a successor must live at least one whole second.
     if (record.familyCreatedAt + this.absoluteLifetimeSeconds * 1000 - now < 1000)
       throw this.refusal('invalid', 'past the absolute lifetime');
-    if ((await this.store.get(`rtf:{${record.familyId}}`)) !== FAMILY_ACTIVE) throw this.refusal('revoked', 'its family is revoked');
+    const [family, grantRevoked] = await Promise.all([
+      this.store.get(`rtf:{${record.familyId}}`),
+      this.store.get(grantRevokedKey(record.grantId)),
+    ]);
+    if (family !== FAMILY_ACTIVE) throw this.refusal('revoked', 'its family is revoked');
     // A family started under a grant after that grant was revoked is dead too.
-    if ((await this.store.get(grantRevokedKey(record.grantId))) !== null) {
+    if (grantRevoked !== null) {
       await this.revokeFamily(record.familyId);
       throw this.refusal('revoked', 'its grant is revoked');
     }
-    await this.store.removeFromSet(`rtf:{${record.familyId}}:tokens`, [hash]);
-    await this.store.expire(`rtf:{${record.familyId}}`, this.lifetimeSeconds);
     const { familyId, subject, scope, grantId, familyCreatedAt, authentication } = record;
     return this.mintConfirmed(
       {
@@ -248,6 +252,7 @@ export class RefreshTokens {
       now,
       // The consumed token: its deletion must survive too, or a failover would make it redeemable again.
       [`rt:{${hash}}`],
+      [this.store.removeFromSet(`rtf:{${familyId}}:tokens`, [hash]), this.store.expire(`rtf:{${familyId}}`, this.lifetimeSeconds)],
     );
   }
 
@@ -317,7 +322,19 @@ export class RefreshTokens {
     return new RefreshTokenError(reason);
   }
 
-  private async mint(base: Omit<RefreshTokenRecord, 'issuedAt' | 'expiresAt'>, issuedAt: number): Promise<IssuedRefreshToken> {
+  /**
+   * Issues (or rotates to) a token and returns it only once every write is done and confirmed (see
+   * `KeyValueStore.confirmWrites`): a client must never hold a token that a failover could take back. The token's
+   * writes and the caller's (`alongside`) are issued together, so a single Redis gets them in one round trip; they
+   * may then land in any order or only in part, which is safe because the token is handed out only if all succeed.
+   * A token nobody holds cannot be presented, whatever was left of its records.
+   */
+  private async mintConfirmed(
+    base: Omit<RefreshTokenRecord, 'issuedAt' | 'expiresAt'>,
+    issuedAt: number,
+    alsoWritten: readonly string[],
+    alongside: ReadonlyArray<Promise<unknown>>,
+  ): Promise<IssuedRefreshToken> {
     const token = randomBytes(32).toString('base64url');
     const hash = hashToken(token);
     // Rotation slides the lifetime, but never past the family's absolute end.
@@ -325,23 +342,13 @@ export class RefreshTokens {
     // At least 1: issue() starts a family of ≥ 1 s, and rotate() refuses a family with less than a second left.
     const lifetimeSeconds = Math.floor(Math.min(this.lifetimeSeconds * 1000, familyEndsAt - issuedAt) / 1000);
     const record: RefreshTokenRecord = { ...base, issuedAt, expiresAt: issuedAt + lifetimeSeconds * 1000 };
-    await this.store.set(`rt:{${hash}}:family`, `${record.familyId} ${record.grantId}`, lifetimeSeconds);
-    await this.store.set(`rt:{${hash}}`, JSON.stringify(record), lifetimeSeconds);
-    await this.store.addToSet(`rtf:{${record.familyId}}:tokens`, [hash], this.lifetimeSeconds);
-    return { token, expiresIn: lifetimeSeconds, record };
-  }
-
-  /**
-   * Issues (or rotates to) a token and returns it only once the writes are confirmed (see
-   * `KeyValueStore.confirmWrites`): a client must never hold a token that a failover could take back.
-   */
-  private async mintConfirmed(
-    base: Omit<RefreshTokenRecord, 'issuedAt' | 'expiresAt'>,
-    issuedAt: number,
-    alsoWritten: readonly string[],
-  ): Promise<IssuedRefreshToken> {
-    const issued = await this.mint(base, issuedAt);
-    const hash = hashToken(issued.token);
+    await Promise.all([
+      ...alongside,
+      this.store.set(`rt:{${hash}}:family`, `${record.familyId} ${record.grantId}`, lifetimeSeconds),
+      this.store.set(`rt:{${hash}}`, JSON.stringify(record), lifetimeSeconds),
+      this.store.addToSet(`rtf:{${record.familyId}}:tokens`, [hash], this.lifetimeSeconds),
+    ]);
+    const issued = { token, expiresIn: lifetimeSeconds, record };
     await this.store.confirmWrites([
       `rt:{${hash}}`,
       `rt:{${hash}}:family`,

@@ -94,6 +94,17 @@ describe('RefreshTokens on Redis', () => {
     expect((await refusal(shortLived.rotate(token, 'shop'))).reason).toBe('invalid');
   });
 
+  it('refuses a token whose record says it expired, even while Redis still holds the record', async () => {
+    // Redis's TTL and the record's expiresAt are set together; a clock ahead of Redis (or a TTL kept by a replica
+    // promoted late) must not make an expired token redeemable.
+    let clock = Date.now();
+    const clocked = new RefreshTokens({ store, lifetimeSeconds: 60, now: () => clock });
+    const { token } = await clocked.issue({ clientId: 'shop', subject: 'alice' });
+    clock += 61_000;
+    expect(await client.exists(`${prefix}rt:{${createHash('sha256').update(token).digest('base64url')}}`)).toBe(1);
+    expect((await refusal(clocked.rotate(token, 'shop'))).reason).toBe('invalid');
+  });
+
   it('never extends a family past its absolute lifetime, however often it rotates', async () => {
     const capped = new RefreshTokens({ store, lifetimeSeconds: 60, absoluteLifetimeSeconds: 2 });
     const first = await capped.issue({ clientId: 'shop', subject: 'alice' });
