@@ -8,6 +8,7 @@ import { KeySet } from './key-set';
 import { RefreshTokens, type IssuedRefreshToken } from './refresh-tokens';
 import { accessTokenContent, idTokenContent, type AccessTokenInput, type IdTokenInput, type TokenContent } from './token-claims';
 import type { RevocableClaims, TokenRevocations } from './token-revocations';
+import { tokenHash, VerifiedTokenCache } from './verified-token-cache';
 import { createJwtVerifier, type VerifiedJwt } from './verify-jwt';
 
 export type { AccessTokenInput, IdTokenInput } from './token-claims';
@@ -60,6 +61,9 @@ const DAY = 24 * 3600;
 /** The longest access token the service signs; revocation marks of its grants live at least this long. */
 const MAX_ACCESS_TOKEN_LIFETIME_SECONDS = DAY;
 const MAX_ID_TOKEN_LIFETIME_SECONDS = 3600;
+// Access tokens this process signed, remembered so that verifying one soon after (an OAuth userinfo call right after
+// the code exchange) needs no second signature check: at most this many, each at most five minutes and never past exp.
+const ISSUED_ACCESS_TOKENS_REMEMBERED = 10_000;
 /** The claims every access token of the service carries (RFC 9068 §2.2, besides iss, exp and aud). */
 export const ACCESS_TOKEN_CLAIMS: readonly string[] = Object.freeze(['sub', 'client_id', 'iat', 'jti']);
 
@@ -99,6 +103,7 @@ export class TokenService {
   readonly algorithms: readonly SupportedAlgorithm[];
   private readonly clockToleranceSeconds: number;
   private readonly verifiers = new Map<string, (token: string) => Promise<VerifiedJwt>>();
+  private readonly issuedAccessTokens = new VerifiedTokenCache(ISSUED_ACCESS_TOKENS_REMEMBERED, undefined);
 
   constructor(options: TokenServiceOptions) {
     checkOptions('TokenService', options as unknown, SCHEMA);
@@ -204,7 +209,7 @@ export class TokenService {
    * the given audience) and, with a store, that its grant and jti were not revoked.
    *
    * @example
-   * const { payload } = await tokens.verifyAccessToken(token, { audience: 'api' });
+   * const { claims } = await tokens.verifyAccessToken(token, { audience: 'api' });
    */
   async verifyAccessToken(token: string, options: { audience: string | string[] }): Promise<VerifiedJwt> {
     const cacheKey = JSON.stringify(options.audience);
@@ -222,7 +227,14 @@ export class TokenService {
       // Audiences are a handful of configured API names, so this map stays small.
       this.verifiers.set(cacheKey, verify);
     }
-    const verified = await verify(token);
+    // A token this service signed in this process is known by its SHA-256 (no other text has it), so its signature
+    // and the claims it was signed with need no second check; the audience asked for now and the expiry still do,
+    // and so does revocation, below. Its claims are then frozen, as requireBearer's cached ones are.
+    const remembered = this.issuedAccessTokens.get(tokenHash(token), Date.now());
+    const verified =
+      remembered !== undefined && namesAudience(remembered.claims.aud, options.audience)
+        ? { header: remembered.header, claims: remembered.claims }
+        : await verify(token);
     if (this.refreshTokens && (await this.refreshTokens.isRevoked(verified.claims))) throw new TokenError('revoked');
     return verified;
   }
@@ -268,6 +280,17 @@ export class TokenService {
       jti,
     };
     const token = jwt.sign(payload, key, { algorithm: alg, keyid: kid, header: { alg, typ } });
+    if (typ === 'at+jwt') {
+      // The payload is the service's own copy (accessTokenContent copies the caller's arrays), so freezing it as the
+      // remembered claims freezes nothing of the caller's.
+      this.issuedAccessTokens.remember(tokenHash(token), { header: { alg, typ, kid }, claims: payload }, Date.now(), false);
+    }
     return { token, expiresIn: content.expiresIn, jti };
   }
+}
+
+/** True when a token's `aud` (a string or an array) names one of the accepted audiences, as the verifier checks it. */
+function namesAudience(aud: unknown, accepted: string | readonly string[]): boolean {
+  const names = typeof aud === 'string' ? [aud] : Array.isArray(aud) ? aud : [];
+  return names.some((name) => (typeof accepted === 'string' ? name === accepted : accepted.includes(name as string)));
 }

@@ -71,6 +71,29 @@ describe('TokenService.issueAccessToken', () => {
     await expect(service.verifyAccessToken(token, { audience: 'admin-api' })).rejects.toMatchObject({ reason: 'wrong_audience' });
   });
 
+  it('verifies an access token it signed in this process from memory, still checking the audience asked for', async () => {
+    const roles = ['reader'];
+    const audience = ['shop-api', 'admin-api'];
+    const { token } = service.issueAccessToken({ subject: 'alice', audience, clientId: 'shop', roles });
+    // What the caller passed in is never frozen by being remembered.
+    expect(Object.isFrozen(roles) || Object.isFrozen(audience)).toBe(false);
+    const fromMemory = await service.verifyAccessToken(token, { audience: ['other-api', 'admin-api'] });
+    // Served from memory: the claims are the remembered, frozen ones (as requireBearer's cached claims are).
+    expect(Object.isFrozen(fromMemory.claims)).toBe(true);
+    expect(fromMemory.claims).toMatchObject({ sub: 'alice', client_id: 'shop', roles: ['reader'], iss: issuer });
+    expect(fromMemory.header).toMatchObject({ alg: 'ES256', typ: 'at+jwt', kid: 'at-1' });
+    await expect(service.verifyAccessToken(token, { audience: 'billing-api' })).rejects.toMatchObject({ reason: 'wrong_audience' });
+    // Another service with the same keys remembers nothing: it checks the signature and returns the same claims.
+    const verifier = new TokenService({ keys, issuer });
+    const checked = await verifier.verifyAccessToken(token, { audience: 'admin-api' });
+    expect(Object.isFrozen(checked.claims)).toBe(false);
+    expect(checked.claims).toEqual(fromMemory.claims);
+    expect(checked.header).toEqual(fromMemory.header);
+    // A token differing in one signature character is another text: never served from memory, refused.
+    const tampered = `${token.slice(0, -2)}${token.endsWith('AA') ? 'BB' : 'AA'}`;
+    await expect(service.verifyAccessToken(tampered, { audience: 'admin-api' })).rejects.toBeInstanceOf(TokenError);
+  });
+
   it('signs with the active key after a rotation, while tokens of the old key still verify', async () => {
     const oldKeys = KeySet.generate('RS256', 'old');
     const old = new TokenService({ keys: oldKeys, issuer });
