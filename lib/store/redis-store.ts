@@ -226,15 +226,14 @@ export class RedisStore implements KeyValueStore {
     const wait = this.waitForReplicas;
     if (wait === undefined) return;
     // WAIT counts the writes of the connection it is sent on: on a Cluster, the connection to each master that
-    // received one of the keys; elsewhere the one connection every command of this store travels on.
-    const connections = isCluster(this.client) ? [...new Set(keys.map((key) => this.connectionOwning(this.key(key))))] : [this.client];
+    // received one of the keys; elsewhere the one connection every command of this store travels on, through the
+    // store's own command queue, so it follows every write this store has handed to that connection.
     const millis = waitMillis(wait.timeoutSeconds);
-    const acknowledged = await this.run(() =>
-      isCluster(this.client)
-        ? Promise.all(connections.map((connection) => connection.wait(wait.replicas, millis)))
-        : // Through the store's own command queue, so it follows every write this store has handed to the connection.
-          this.commands.call<number>('wait', [wait.replicas, millis]).then((count) => [count]),
-    );
+    const acknowledged = await this.run(() => {
+      if (!isCluster(this.client)) return this.commands.call<number>('wait', [wait.replicas, millis]).then((count) => [count]);
+      const masters = new Set(keys.map((key) => this.connectionOwning(this.key(key))));
+      return Promise.all([...masters].map((connection) => connection.wait(wait.replicas, millis)));
+    });
     const fewest = Math.min(...acknowledged);
     if (fewest < wait.replicas) {
       debug('write refused: %d of %d replicas acknowledged within %d ms', fewest, wait.replicas, millis);
