@@ -8,6 +8,7 @@ import type { QrStatusEvent } from './qr-login-requests';
 import { renderMessagePage } from './qr-pages';
 import { QR_STYLESHEET_PATH } from './qrconnect-route';
 import { effectiveStatus, isTerminal, type QrLoginRecord, type QrLoginStatus } from './qr-state';
+import { sendNoStoreJson } from '../http/no-store-json';
 
 const debug = debugChannel('qr');
 
@@ -42,9 +43,7 @@ export function browserRoutes(context: QrProviderContext): Router {
     '/sns/qr-logins/:authCode/status',
     guarded(async function qrLoginStatus(req, res) {
       const record = await loadBound(req);
-      res
-        .set('Cache-Control', 'no-store')
-        .json({ status: effectiveStatus(record, Date.now()), expires_at: new Date(record.expiresAt).toISOString() });
+      sendNoStoreJson(res, { status: effectiveStatus(record, Date.now()), expires_at: new Date(record.expiresAt).toISOString() });
     }),
   );
 
@@ -150,7 +149,14 @@ export function browserRoutes(context: QrProviderContext): Router {
       const target = new URL(record.redirectUri);
       target.searchParams.set('code', record.code);
       target.searchParams.set('state', record.state);
-      res.set({ 'Cache-Control': 'no-store', 'Referrer-Policy': 'no-referrer' }).redirect(302, target.toString());
+      // The code leaves in the Location header alone: no body repeats the address (as Express's redirect would, after
+      // negotiating its type), so nothing but the redirect itself carries the code.
+      res.statusCode = 302;
+      res.setHeader('Cache-Control', 'no-store');
+      res.setHeader('Referrer-Policy', 'no-referrer');
+      res.setHeader('Location', target.href);
+      res.setHeader('Content-Length', 0);
+      res.end();
     }),
   );
   return router;

@@ -17,6 +17,7 @@ import { guarded } from '../http/handlers';
 import { type QrProviderContext } from './provider-context';
 import type { QrLoginRequests } from './qr-login-requests';
 import { effectiveStatus, type QrLoginRecord, type QrLoginStatus, type QrLoginTransition } from './qr-state';
+import { sendNoStoreJson } from '../http/no-store-json';
 
 const debug = debugChannel('qr');
 
@@ -110,7 +111,7 @@ export function qrLoginsResource(context: QrProviderContext): Router {
         const record = await loadRequest(requests, req);
         const now = Date.now();
         if (effectiveStatus(record, now) === 'expired') throw transitionRefusal('expired', 'expired');
-        res.set('Cache-Control', 'no-store').json(representation(record, apps.get(record.appid), now));
+        sendNoStoreJson(res, representation(record, apps.get(record.appid), now));
       }),
     )
     .patch(
@@ -129,7 +130,7 @@ export function qrLoginsResource(context: QrProviderContext): Router {
         const to = (req.body as { status: QrLoginTransition }).status;
         const result = await requests.transition(String(req.params.authCode), to, String(res.locals.qrUserId), codeLifetimeSeconds);
         if (!result.ok) throw transitionRefusal(result.reason, result.status, to);
-        res.set('Cache-Control', 'no-store').json(representation(result.record, apps.get(result.record.appid), Date.now()));
+        sendNoStoreJson(res, representation(result.record, apps.get(result.record.appid), Date.now()));
       }),
     )
     .all(methodNotAllowed(['GET', 'PATCH']));

@@ -7,6 +7,7 @@ import { providerOrigin, sendPage, type QrProviderContext } from './provider-con
 import { randomToken } from './qr-login-requests';
 import { sendKitStylesheet } from '../http/pages/kit-stylesheet';
 import { QR_PAGE_SCRIPT, renderMessagePage, renderQrPage } from './qr-pages';
+import { sendNoStoreJson } from '../http/no-store-json';
 
 const debug = debugChannel('qr');
 
@@ -130,7 +131,7 @@ export function qrconnectRoutes(context: QrProviderContext, limiter: RequestHand
       };
       res.set('Cache-Control', 'no-store');
       if (wantsJson(req)) {
-        res.status(201).location(resourceUrl).json(links);
+        sendNoStoreJson(res.location(resourceUrl), links, 201);
         return;
       }
       const html = await renderQrPage({

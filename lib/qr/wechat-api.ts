@@ -7,11 +7,13 @@ import type { QrDirectoryUser } from './provider-ports';
 import { grantForCode, isOutage, refreshGrant, userForAccessToken, type QrTokenAnswer } from './token-grants';
 import { WeChatApiError } from './wechat-errors';
 import { authenticateClient, params, presentedAccessToken, text } from './wechat-request';
+import { sendNoStoreJson } from '../http/no-store-json';
 
 const debug = debugChannel('qr');
 
 function sendTokens(res: Response, body: QrTokenAnswer): void {
-  res.set('Cache-Control', 'no-store').set('Pragma', 'no-cache').json(body);
+  res.setHeader('Pragma', 'no-cache');
+  sendNoStoreJson(res, body);
 }
 
 function profileField(user: QrDirectoryUser, name: 'city' | 'province' | 'country' | 'headimgurl'): string {
@@ -51,7 +53,7 @@ function userinfoEndpoint(context: QrProviderContext) {
     if (!openid) throw new WeChatApiError('missing_openid');
     const { user, unionid } = await userForAccessToken(context, token, openid);
     const sex = user.sex ?? user.attributes?.sex;
-    res.set('Cache-Control', 'no-store').json({
+    sendNoStoreJson(res, {
       openid,
       nickname: user.nickname ?? user.name ?? '',
       sex: typeof sex === 'number' ? sex : 0,
@@ -101,7 +103,7 @@ export function weChatErrorRenderer(options: { wechatCompatibleStatus: boolean }
     );
     const status = options.wechatCompatibleStatus && apiError.status < 500 ? 200 : apiError.status;
     for (const [name, value] of Object.entries(apiError.headers)) res.setHeader(name, value);
-    res.status(status).set('Cache-Control', 'no-store').json({ errcode: apiError.errcode, errmsg: apiError.errmsg });
+    sendNoStoreJson(res, { errcode: apiError.errcode, errmsg: apiError.errmsg }, status);
   };
 }
 

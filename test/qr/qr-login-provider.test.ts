@@ -351,6 +351,37 @@ describe('the browser side: status, events and redirection', () => {
     expect(again.headers.get('location')).toBeNull();
   });
 
+  it('hands the code over in the Location header alone: not stored, no referrer, no body repeating the address', async () => {
+    const login = await createLogin(idp.url);
+    await patchStatus(idp.url, login.authCode, 'scanned', 'alice');
+    await patchStatus(idp.url, login.authCode, 'confirmed', 'alice');
+    const res = await fetch(login.redirectionUrl, { headers: { cookie: login.binding, accept: 'text/html' }, redirect: 'manual' });
+    expect(res.status).toBe(302);
+    const location = new URL(res.headers.get('location') ?? '');
+    expect(`${location.origin}${location.pathname}`).toBe('https://shop.example.test/callback/qr');
+    expect(location.searchParams.get('code')).toMatch(/^[A-Za-z0-9_-]{32}$/);
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    expect(res.headers.get('referrer-policy')).toBe('no-referrer');
+    expect(res.headers.get('content-length')).toBe('0');
+    expect(await res.text()).toBe('');
+  });
+
+  it('answers JSON that no cache may keep, with no ETag to revalidate it by', async () => {
+    const login = await createLogin(idp.url);
+    const status = await request(idp.url).get(`/sns/qr-logins/${login.authCode}/status`).set('Cookie', login.binding);
+    const created = await request(idp.url).get(`/sns/oauth2/qrconnect?${qrconnectQuery()}`).set('Accept', 'application/json');
+    const scanned = await patchStatus(idp.url, login.authCode, 'scanned', 'alice');
+    for (const res of [status, created]) {
+      expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+      expect(res.headers['cache-control']).toBe('no-store');
+      expect(res.headers.etag).toBeUndefined();
+      expect(Number(res.headers['content-length'])).toBe(Buffer.byteLength(res.text));
+    }
+    expect(scanned.headers.get('cache-control')).toBe('no-store');
+    expect(scanned.headers.get('etag')).toBeNull();
+    expect(status.body.status).toBe('pending');
+  });
+
   it('answers HEAD on the redirection with 405 and leaves the redirect to be collected', async () => {
     const login = await createLogin(idp.url);
     await patchStatus(idp.url, login.authCode, 'scanned', 'alice');
