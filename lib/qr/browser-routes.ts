@@ -19,12 +19,11 @@ const SSE_HEARTBEAT_MS = 15_000;
  * the redirect to the app with the code. Each answers only the browser holding the request's binding cookie.
  *
  * @example
- * router.use(browserRoutes(context));
+ * browserRoutes(context, loginRoutes);
  */
-export function browserRoutes(context: QrProviderContext): Router {
+export function browserRoutes(context: QrProviderContext, router: Router = express.Router()): Router {
   const { apps, requests } = context;
   const { cookieName } = context.settings;
-  const router = express.Router();
 
   const loadBound = async (req: Request): Promise<QrLoginRecord> => {
     const record = await requests.get(String(req.params.authCode));

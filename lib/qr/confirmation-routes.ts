@@ -17,9 +17,9 @@ const debug = debugChannel('qr');
  * the provider's signed-in user, and its same-origin form POSTs the decision.
  *
  * @example
- * router.use(confirmationRoutes(context));
+ * confirmationRoutes(context, loginRoutes);
  */
-export function confirmationRoutes(context: QrProviderContext): Router {
+export function confirmationRoutes(context: QrProviderContext, router: Router = express.Router()): Router {
   const { apps, requests } = context;
   const { codeLifetimeSeconds } = context.settings;
   const sessionUser = requireSessionUser(context);
@@ -34,7 +34,6 @@ export function confirmationRoutes(context: QrProviderContext): Router {
     next(ok ? undefined : new ForbiddenError({ code: 'cross_origin_request', detail: 'The form must be sent from this site.' }));
   };
 
-  const router = express.Router();
   router
     .route('/sns/qr-logins/:authCode/confirmation')
     .get(

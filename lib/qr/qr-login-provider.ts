@@ -1,18 +1,14 @@
 import express, { type Router } from 'express';
 import { OptionsError } from '../util/options';
-import { preparingMiddleware } from '../util/request-shape';
+import { prepareForProperties } from '../util/request-shape';
 import { buildAppRegistry } from './app-registry';
-import { browserRoutes } from './browser-routes';
-import { confirmationRoutes } from './confirmation-routes';
 import type { QrProviderContext } from './provider-context';
+import { providerArea, providerAreas } from './provider-areas';
 import { resolveProviderOptions } from './provider-option-schema';
 import type { QrLoginProviderOptions } from './provider-options';
 import { QrLoginRequests } from './qr-login-requests';
-import { qrconnectRoutes } from './qrconnect-route';
-import { qrLoginsResource } from './qr-logins-resource';
 import { createRateLimiters } from './rate-limits';
 import { sharedOpenidSecret } from './openid-secret';
-import { weChatApiRoutes } from './wechat-api';
 
 export type { QrLoginProviderOptions, QrRateLimits } from './provider-options';
 
@@ -32,28 +28,38 @@ export function qrLoginProvider(options: QrLoginProviderOptions): Router {
       'qrLoginProvider: it is a factory; write app.use(qrLoginProvider({ store, apps, users, tokens })), not app.use(qrLoginProvider)',
     );
   }
-  const settings = resolveProviderOptions(options);
-  const apps = buildAppRegistry(options.apps);
-  const context: QrProviderContext = {
-    settings,
+  const context = providerContext(options);
+  const areas = providerAreas(context, createRateLimiters(options.store, context.apps, context.settings.rateLimits));
+
+  const router = express.Router();
+  router.use(function qrLoginProviderRoutes(req, res, next) {
+    const area = providerArea(req.path);
+    if (area === undefined) {
+      next();
+      return;
+    }
+    // Body parsers, rate limiters and the routes add properties to every request: make that cheap first.
+    prepareForProperties(req, res);
+    areas[area](req, res, next);
+  });
+  return router;
+}
+
+/**
+ * What the provider's routes share, from its options (checked here, so a bad option fails at startup).
+ *
+ * @example
+ * const context = providerContext(options);
+ */
+export function providerContext(options: QrLoginProviderOptions): QrProviderContext {
+  return {
+    settings: resolveProviderOptions(options),
     store: options.store,
-    apps,
+    apps: buildAppRegistry(options.apps),
     requests: new QrLoginRequests(options.store),
     tokens: options.tokens,
     users: options.users,
     authenticateApp: options.authenticateApp,
     openidSecret: sharedOpenidSecret(options.store, options.openidSecret),
   };
-  const limiters = createRateLimiters(options.store, apps, settings.rateLimits);
-
-  const router = express.Router();
-  // Body parsers, rate limiters and the routes add properties to every request: make that cheap first.
-  router.use(preparingMiddleware);
-  // The browser that asks, the phone that confirms (its REST resource and the demo web page), the app's server.
-  router.use(qrconnectRoutes(context, limiters.qrconnect));
-  router.use(browserRoutes(context));
-  router.use(qrLoginsResource(context));
-  router.use(confirmationRoutes(context));
-  router.use(weChatApiRoutes(context, limiters.token));
-  return router;
 }

@@ -95,14 +95,13 @@ function patchErrors(body: unknown): FieldError[] {
  * QRLjacking), PATCH `{"status": …}` scans, confirms or denies it.
  *
  * @example
- * router.use(qrLoginsResource(context));
+ * qrLoginsResource(context, loginRoutes);
  */
-export function qrLoginsResource(context: QrProviderContext): Router {
+export function qrLoginsResource(context: QrProviderContext, router: Router = express.Router()): Router {
   const { apps, requests } = context;
   const { codeLifetimeSeconds } = context.settings;
   const identify = identifyAppUser(context);
   const patchBody = express.json({ limit: '2kb', type: 'application/json' });
-  const router = express.Router();
   router
     .route('/sns/qr-logins/:authCode')
     .get(

@@ -68,12 +68,11 @@ function wantsJson(req: Request): boolean {
  * to this browser, and answers the QR page (or its JSON description); the page's static script is served beside it.
  *
  * @example
- * router.use(qrconnectRoutes(context, limiters.qrconnect));
+ * const entry = qrconnectRoutes(context, limiters.qrconnect);
  */
-export function qrconnectRoutes(context: QrProviderContext, limiter: RequestHandler): Router {
+export function qrconnectRoutes(context: QrProviderContext, limiter: RequestHandler, router: Router = express.Router()): Router {
   const { apps, requests } = context;
   const { qrLifetimeSeconds, cookieName } = context.settings;
-  const router = express.Router();
 
   router.get(QR_SCRIPT_PATH, function qrLoginScript(_req, res) {
     res

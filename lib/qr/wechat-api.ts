@@ -112,10 +112,9 @@ export function weChatErrorRenderer(options: { wechatCompatibleStatus: boolean }
  * `/sns/userinfo`), with WeChat's `{ errcode, errmsg }` error bodies.
  *
  * @example
- * router.use(weChatApiRoutes(context, limiters.token));
+ * const api = weChatApiRoutes(context, limiters.token);
  */
-export function weChatApiRoutes(context: QrProviderContext, limiter: RequestHandler): Router {
-  const router = express.Router();
+export function weChatApiRoutes(context: QrProviderContext, limiter: RequestHandler, router: Router = express.Router()): Router {
   const formOrJson = [express.urlencoded({ extended: false, limit: '4kb' }), express.json({ limit: '4kb' })];
   router.all(['/sns/oauth2/access_token', '/sns/oauth2/refresh_token', '/sns/userinfo'], function markWeChatApi(_req, res, next) {
     res.locals.qrWeChatApi = true;

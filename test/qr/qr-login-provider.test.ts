@@ -1,14 +1,22 @@
 import request from 'supertest';
-import { qrLoginProvider } from '../../lib/qr/qr-login-provider';
+import express, { type Router } from 'express';
+import { generateAppSecret, hashAppSecret, qrTokenIssuer } from '../../lib/qr';
+import { providerArea, providerAreas, type QrProviderAreas } from '../../lib/qr/provider-areas';
+import { providerContext, qrLoginProvider } from '../../lib/qr/qr-login-provider';
+import { createRateLimiters } from '../../lib/qr/rate-limits';
+import { errorHandler } from '../../lib/http';
 import { expectProblem } from '../helpers/problem';
 import {
   confirmAndCollect,
   cookiePair,
   createLogin,
   patchStatus,
+  PHONE_ISSUER,
+  phoneAppBearer,
   phoneToken,
   QR_DIRECTORY_SOURCE,
   qrconnectQuery,
+  qrTokenService,
   SHOP_REDIRECT,
   startProvider,
   type ProviderHarness,
@@ -638,5 +646,67 @@ describe('the web confirmation page (demo phone)', () => {
       await staff.close();
       await staffStore.cleanup();
     }
+  });
+});
+
+function providerOptions() {
+  return {
+    store: redis.store,
+    apps: [{ appid: 'shop', secretHash: hashAppSecret(generateAppSecret()), name: 'Shop', redirectUris: [SHOP_REDIRECT] }],
+    users: { findById: async () => null },
+    tokens: qrTokenIssuer(qrTokenService(redis.store)),
+    authenticateApp: phoneAppBearer(),
+    appTokenIssuer: PHONE_ISSUER,
+    rateLimits: false as const,
+  };
+}
+
+/** The paths of a router's routes, as Express 4 and 5 both keep them on its stack. */
+function routePaths(router: Router): string[] {
+  const stack = (router as unknown as { stack: Array<{ route?: { path: string | string[] } }> }).stack;
+  return stack.flatMap((layer) => (layer.route === undefined ? [] : [layer.route.path].flat()));
+}
+
+describe('the provider routes each request to the one router its path can belong to', () => {
+  it('sends every route of each router, in any case and with a trailing slash, to that router and no other', () => {
+    const context = providerContext(providerOptions());
+    const areas = providerAreas(context, createRateLimiters(redis.store, context.apps, context.settings.rateLimits));
+    const names = Object.keys(areas) as Array<keyof QrProviderAreas>;
+    expect(names.sort()).toEqual(['api', 'entry', 'logins']);
+    let checked = 0;
+    for (const name of names) {
+      const paths = routePaths(areas[name]);
+      expect(paths.length).toBeGreaterThan(0);
+      for (const path of paths) {
+        const concrete = path.replace(/:\w+/g, 'Ab0_-');
+        expect([path, providerArea(concrete)]).toEqual([path, name]);
+        expect([path, providerArea(concrete.toUpperCase())]).toEqual([path, name]);
+        expect([path, providerArea(`${concrete}/`)]).toEqual([path, name]);
+        checked += 1;
+      }
+    }
+    // The QR page's script and stylesheet, qrconnect, a login's five resources, the three API endpoints.
+    expect(checked).toBeGreaterThanOrEqual(11);
+  });
+
+  it('claims no path outside its own', () => {
+    for (const path of ['/', '/probe', '/sns', '/sns/', '/sns/oauth2', '/sns/qr-logins', '/snsx/userinfo', '/api/sns/userinfo', '/login']) {
+      expect([path, providerArea(path)]).toEqual([path, undefined]);
+    }
+  });
+
+  it('answers its paths in any case, as the routers would, and leaves the rest of the app its requests', async () => {
+    const upper = await request(idp.url).get(`/SNS/OAUTH2/QRCONNECT?${qrconnectQuery()}`).set('Accept', 'application/json');
+    expect(upper.status).toBe(201);
+    expect(upper.body.status_url).toMatch(/\/sns\/qr-logins\/[A-Za-z0-9_-]+\/status$/);
+
+    const app = express();
+    app.use(qrLoginProvider(providerOptions()));
+    app.get('/sns/elsewhere', (_req, res) => res.send('the app'));
+    app.get('/sns/qr-logins/abc/extra', (_req, res) => res.send('the app, under the provider’s prefix'));
+    app.use(errorHandler({ log: false }));
+    expect((await request(app).get('/sns/elsewhere')).text).toBe('the app');
+    expect((await request(app).get('/sns/qr-logins/abc/extra')).text).toBe('the app, under the provider’s prefix');
+    expect((await request(app).get('/sns/qr-logins/abc/status')).status).toBe(404);
   });
 });

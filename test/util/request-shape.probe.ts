@@ -27,7 +27,7 @@ interface Shapes {
   response: boolean;
 }
 
-async function shapesAfter(mount: (app: Express) => void): Promise<Shapes[]> {
+async function shapesAfter(mount: (app: Express) => void, path = '/probe'): Promise<Shapes[]> {
   const seen: Shapes[] = [];
   const record = (req: object, res: { status(code: number): { end(): void } }) => {
     seen.push({ request: hasFastProperties(req), response: hasFastProperties(res) });
@@ -39,7 +39,7 @@ async function shapesAfter(mount: (app: Express) => void): Promise<Shapes[]> {
   mount(app);
   app.use(route);
   app.use(failure);
-  await request(app).get('/probe').expect(204);
+  await request(app).get(path).expect(204);
   return seen;
 }
 
@@ -50,15 +50,18 @@ async function main(): Promise<void> {
   const apps = [
     { appid: 'shop', secretHash: hashAppSecret(generateAppSecret()), name: 'Shop', redirectUris: ['https://shop.example.test/cb'] },
   ];
+  const provider = (app: Express) => app.use(qrLoginProvider({ store, apps, users: { findById: async () => null }, tokens }));
   const cases: Record<string, (app: Express) => void> = {
     bare: () => undefined,
     preparingMiddleware: (app) => app.use(preparingMiddleware),
     ssoSession: (app) => app.use(ssoSession(ssoOptions({ store }))),
     requireBearer: (app) => app.use(requireBearer({ keys, algorithms: ['ES256'], issuer: 'https://idp.example.test', audience: 'api' })),
-    qrLoginProvider: (app) => app.use(qrLoginProvider({ store, apps, users: { findById: async () => null }, tokens })),
   };
   const shapes: Record<string, Shapes[]> = {};
   for (const [name, mount] of Object.entries(cases)) shapes[name] = await shapesAfter(mount);
+  // A path of the provider's that none of its routes answers reaches the app's next handler; one outside its paths too.
+  shapes.qrLoginProvider = await shapesAfter(provider, '/sns/qr-logins/probe/unrouted');
+  shapes.qrLoginProviderElsewhere = await shapesAfter(provider);
   await store.close();
   // express's entry point is index.js at its package's root, next to the package.json that gives its version.
   const manifest = JSON.parse(readFileSync(join(dirname(require.resolve('express')), 'package.json'), 'utf8')) as { version: string };

@@ -11,7 +11,10 @@ interface Shapes {
 interface ProbeReport {
   plainObjectIsFast: boolean;
   expressMajor: number;
-  shapes: Record<'bare' | 'preparingMiddleware' | 'ssoSession' | 'requireBearer' | 'qrLoginProvider', Shapes[]>;
+  shapes: Record<
+    'bare' | 'preparingMiddleware' | 'ssoSession' | 'requireBearer' | 'qrLoginProvider' | 'qrLoginProviderElsewhere',
+    Shapes[]
+  >;
 }
 
 const expectedExpressMajor = Number(process.env.SSO_KIT_EXPECTED_EXPRESS_MAJOR ?? '5');
@@ -78,7 +81,8 @@ describe('V8 on requests through Express and the kit', () => {
     expect(report.shapes.requireBearer).toEqual([{ request: false, response: false }]);
   });
 
-  it('qrLoginProvider prepares every request that reaches its router', () => {
+  it('qrLoginProvider prepares every request on its paths, and leaves the other requests of the app as they came', () => {
     expect(report.shapes.qrLoginProvider).toEqual([{ request: false, response: false }]);
+    expect(report.shapes.qrLoginProviderElsewhere).toEqual([{ request: true, response: true }]);
   });
 });
