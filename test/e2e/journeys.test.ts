@@ -149,7 +149,8 @@ describe('browser journeys through the demo', () => {
       await page.getByLabel('Password').fill(`guess-${attempt}`);
       await page.getByLabel('Username').fill('bob');
       const [response] = await Promise.all([
-        page.waitForResponse((r) => r.request().method() === 'POST'),
+        // The form's own submission: the login page also posts for passkey autofill options as it loads.
+        page.waitForResponse((r) => r.request().method() === 'POST' && r.request().isNavigationRequest()),
         page.getByRole('button', { name: /Sign in/ }).click(),
       ]);
       statuses.push(response.status());
@@ -167,7 +168,8 @@ describe('browser journeys through the demo', () => {
       await page.getByLabel('Username').fill('mallory');
       await page.getByLabel('Password').fill(`guess-${attempt}`);
       const [response] = await Promise.all([
-        page.waitForResponse((r) => r.request().method() === 'POST'),
+        // The form's own submission: the login page also posts for passkey autofill options as it loads.
+        page.waitForResponse((r) => r.request().method() === 'POST' && r.request().isNavigationRequest()),
         page.getByRole('button', { name: 'Sign in', exact: true }).click(),
       ]);
       status = response.status();

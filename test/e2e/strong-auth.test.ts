@@ -112,7 +112,7 @@ describe('strong authentication in the browser', () => {
       const form = page.locator('form[data-method="totp"]');
       await form.locator('input[name="code"]').fill(wrong);
       const [response] = await Promise.all([
-        page.waitForResponse((res) => res.request().method() === 'POST'),
+        page.waitForResponse((res) => res.request().method() === 'POST' && res.request().isNavigationRequest()),
         form.getByRole('button', { name: 'Continue' }).click(),
       ]);
       status = response.status();
