@@ -4,20 +4,25 @@ import { TurnQueue } from './turn-queue';
 type CommandMethod = (...values: Array<string | number>) => Promise<unknown>;
 
 interface PendingCommand {
-  name: string;
   method: CommandMethod;
   args: Array<string | number>;
   resolve(value: unknown): void;
   reject(error: unknown): void;
 }
 
-type Reply = [Error | null, unknown];
+interface Corkable {
+  writable: boolean;
+  cork(): void;
+  uncork(): void;
+}
 
 /**
- * Sends the commands issued in one turn of the event loop in one socket write (an ioredis pipeline), each with its
- * own reply, error and timeout. Unlike ioredis's auto-pipelining a batch never waits behind another, so during an
- * outage every command still fails as fast as any other (the kit's fail-fast defaults). A Cluster client gets each
- * command on its own, since one pipeline must stay within one node.
+ * Sends the commands issued in one turn of the event loop in one socket write, pipelined in Redis's sense (no command
+ * waits for an earlier one's reply), each with its own reply, error and timeout. The socket is corked while the
+ * turn's commands are handed to the client, so Node writes them together when it is uncorked; each command stays the
+ * client's own, so nothing is built beyond what a lone command costs. Unlike ioredis's auto-pipelining a batch never
+ * waits behind another, so during an outage every command still fails as fast as any other (the kit's fail-fast
+ * defaults). A Cluster client gets each command on its own, since its commands go to several nodes.
  *
  * @example
  * const commands = new TurnPipeline(client);
@@ -36,11 +41,11 @@ export class TurnPipeline {
   /** Runs command `name` (a Redis command or a script defined with `defineCommand`) with `args`. */
   call<T>(name: string, args: Array<string | number>): Promise<T> {
     const method = (this.client as unknown as Record<string, unknown>)[name];
-    // An unknown name is refused here, alone, rather than breaking the pipeline of the whole turn.
+    // An unknown name is refused here, alone, before anything of the turn is sent.
     if (typeof method !== 'function') return Promise.reject(new Error(`no Redis command ${name}`));
     if (!this.batching) return this.direct(method as CommandMethod, args) as Promise<T>;
     return new Promise<T>((resolve, reject) =>
-      this.queue.push({ name, method: method as CommandMethod, args, resolve: resolve as (value: unknown) => void, reject }),
+      this.queue.push({ method: method as CommandMethod, args, resolve: resolve as (value: unknown) => void, reject }),
     );
   }
 
@@ -58,25 +63,15 @@ export class TurnPipeline {
       this.direct(only.method, only.args).then(only.resolve, only.reject);
       return;
     }
-    let sent: Promise<Reply[] | null>;
+    // Corked, the socket keeps every command's write and sends them together when uncorked: one writev. While the
+    // client is not connected there is no socket to cork, and ioredis queues the commands as it does any other.
+    const stream = this.client.status === 'ready' ? (this.client as unknown as { stream?: Corkable }).stream : undefined;
+    const corked = stream?.writable ? stream : undefined;
+    corked?.cork();
     try {
-      sent = this.client.pipeline(commands.map((command) => [command.name, ...command.args])).exec() as Promise<Reply[] | null>;
-    } catch (error) {
-      // Building the pipeline threw (this runs in a timer callback, where a throw would end the process).
-      for (const command of commands) command.reject(error);
-      return;
+      for (const command of commands) this.direct(command.method, command.args).then(command.resolve, command.reject);
+    } finally {
+      corked?.uncork();
     }
-    sent.then(
-      (replies) => {
-        commands.forEach((command, index) => {
-          const [error, value] = (replies?.[index] ?? [new Error('no reply'), undefined]) as Reply;
-          if (error) command.reject(error);
-          else command.resolve(value);
-        });
-      },
-      (error: unknown) => {
-        for (const command of commands) command.reject(error);
-      },
-    );
   }
 }
