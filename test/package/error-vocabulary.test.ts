@@ -163,9 +163,8 @@ describe('the error vocabulary', () => {
       'credentials/kv-credential-store.ts: the passkey record kept changing',
       'credentials/kv-credential-store.ts: the TOTP step kept changing',
       'credentials/kv-credential-store.ts: the recovery codes kept changing',
-      // The store's own command names, and ioredis answering a pipeline with a reply for every command.
+      // The store's own command names.
       'store/turn-pipeline.ts: no Redis command',
-      'store/turn-pipeline.ts: no reply',
       // oidc-provider's own outbound calls (back-channel logout): it reports the failed call, no user request sees it.
       'provider/backchannel-fetch.ts: refused to call',
       // Not the kit's server code: the passkey page's browser script, which shows the message to the user.
