@@ -171,10 +171,17 @@ function curveVerdicts(curves: CurveResults, qr: Array<[number, QrRun]>): string
   const sessions = curves.sessionCheck;
   const logouts = curves.logoutEverywhere;
   const bearer = curves.bearer;
+  // The kit's own CPU per request cannot depend on how many keys Redis holds: when it moves, the machine did.
+  const cpuFirst = sessions[0]?.result.serverCpuMicrosPerRequest;
+  const cpuLast = sessions.at(-1)?.result.serverCpuMicrosPerRequest;
+  const cpuMoved = cpuFirst && cpuLast && Math.abs(Math.log(cpuLast / cpuFirst)) > Math.log(1.2);
+  const machineNote = cpuMoved
+    ? ` In this run the server's own CPU per request moved too (${Math.round(cpuFirst)} → ${Math.round(cpuLast)} µs), which the number of keys in Redis cannot change in the kit's process: the machine's speed changed between these points (one round each), so this run does not measure the curve.`
+    : '';
   const lines = [
     '**Which grow, and why** (last point ÷ first point in this run):',
     '',
-    `- Session check, ${sessions[0]?.sessions.toLocaleString('en-US')} → ${sessions.at(-1)?.sessions.toLocaleString('en-US')} sessions: req/s ${growth(sessions[0]?.result.requestsPerSecond, sessions.at(-1)?.result.requestsPerSecond)}. Flat: a check reads one key (batched into one \`MGET\` per event-loop turn) from Redis's hash table, whose cost does not depend on how many keys it holds; what varies is noise, and a larger keyspace's cache misses inside Redis.`,
+    `- Session check, ${sessions[0]?.sessions.toLocaleString('en-US')} → ${sessions.at(-1)?.sessions.toLocaleString('en-US')} sessions: req/s ${growth(sessions[0]?.result.requestsPerSecond, sessions.at(-1)?.result.requestsPerSecond)}. Flat: a check reads one key (batched into one \`MGET\` per event-loop turn) from Redis's hash table, whose cost does not depend on how many keys it holds; what varies is noise, and a larger keyspace's cache misses inside Redis.${machineNote}`,
     `- Logout everywhere, ${logouts[0]?.x.toLocaleString('en-US')} → ${logouts.at(-1)?.x.toLocaleString('en-US')} sessions of one user: time ${growth(logouts[0]?.y, logouts.at(-1)?.y)}. Grows with the user's sessions, and only with them: one \`SMEMBERS\` of the user's index, one \`DEL\` naming every session, the index deleted and one invalidation published. Up to a hundred sessions the fixed round trips dominate; at 10,000 the time is Redis deleting 10,000 keys and the reply's size. Other users' sessions cost nothing.`,
     `- Memory: a session's key and JSON stay the same size whatever the number of sessions; a user's index grows by about ${Math.round(curves.memory.perIndexMemberBytes)} bytes per further session (one set member, the session id, with Redis's per-member overhead).`,
     `- Bearer, ${bearer[0]?.keys} → ${bearer.at(-1)?.keys} keys in the JWKS: req/s ${growth(bearer[0]?.result.requestsPerSecond, bearer.at(-1)?.result.requestsPerSecond)}. Flat: the token's \`kid\` finds its key in a map, built once per JWKS fetch; each request costs one ES256 verification whatever the set's size.`,
