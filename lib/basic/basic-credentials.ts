@@ -1,6 +1,7 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { parsePasswordHash, verifyPasswordHash, type ParsedPasswordHash } from '../util/password-hash';
 import { checkOptions, OptionsError, type OptionSchema } from '../util/options';
+import { constantTimeEqual } from '../util/digest';
 
 /** The user a Basic verifier accepts; `requireBasic` turns it into `req.user` with method `basic`. */
 export interface BasicUser {
@@ -50,21 +51,6 @@ const ENTRY_SCHEMA: OptionSchema = {
 };
 // eslint-disable-next-line no-control-regex
 const BAD_USER_ID = /[:\u0000-\u001f\u007f]/;
-
-function sha256(value: string): Buffer {
-  return createHash('sha256').update(value, 'utf8').digest();
-}
-
-/**
- * Compares two secrets in constant time: both are hashed with SHA-256 first, so `timingSafeEqual` always sees
- * two 32-byte buffers and neither the content nor the length of the expected value shows in the timing.
- *
- * @example
- * constantTimeEqual(presentedApiKey, expectedApiKey); // true or false, in the same time either way
- */
-export function constantTimeEqual(presented: string, expected: string): boolean {
-  return timingSafeEqual(sha256(presented), sha256(expected));
-}
 
 function compileEntry(username: string, entry: unknown): CompiledEntry {
   if (username === '' || BAD_USER_ID.test(username)) {

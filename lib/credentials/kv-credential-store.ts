@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
 import type { KeyValueStore } from '../store/port';
 import { OptionsError } from '../util/options';
 import { CredentialConflictError, type CredentialStore, type StoredPasskey, type StoredTotp } from './credential-store';
+import { sha256 } from '../util/digest';
 
 // A compare-and-set loop gives up after this many lost races: only a pathological write storm on one user's
 // record gets that far, and failing loudly beats spinning.
@@ -12,11 +12,11 @@ const MAX_ATTEMPTS = 64;
  * break the Cluster hash tag nor make two users' keys meet.
  */
 function userTag(userId: string): string {
-  return createHash('sha256').update(userId, 'utf8').digest('base64url').slice(0, 22);
+  return sha256(userId, 'base64url').slice(0, 22);
 }
 
 function passkeyTag(credentialId: string): string {
-  return createHash('sha256').update(credentialId, 'utf8').digest('base64url').slice(0, 22);
+  return sha256(credentialId, 'base64url').slice(0, 22);
 }
 
 interface RecoveryRecord {

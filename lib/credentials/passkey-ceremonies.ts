@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import {
   generateAuthenticationOptions,
   generateRegistrationOptions,
@@ -16,6 +16,7 @@ import { checkOptions, KIT_STORE_OPTION, type OptionSchema } from '../util/optio
 import type { StoredPasskey } from './credential-store';
 import { passkeyOriginAllowed } from './passkey-origin';
 import { PASSKEY_RECORDS_OPTION, type PasskeyRecords } from './passkey-records';
+import { sha256 } from '../util/digest';
 
 export type { PublicKeyCredentialCreationOptionsJSON, PublicKeyCredentialRequestOptionsJSON };
 
@@ -101,7 +102,7 @@ const SCHEMA: OptionSchema = {
  * passkeyUserHandle('directory:staff|alice'); // 'm1N…' (43 base64url characters)
  */
 export function passkeyUserHandle(userId: string): string {
-  return createHash('sha256').update(`express-sso-kit passkey user\0${userId}`).digest('base64url');
+  return sha256(`express-sso-kit passkey user\0${userId}`, 'base64url');
 }
 
 /**

@@ -4,7 +4,7 @@ import { createJwtVerifier, type VerifiedJwt } from '../tokens/verify-jwt';
 import type { SupportedAlgorithm } from '../tokens/algorithms';
 import { providerMisbehaved, providerUnavailable } from './errors';
 import type { OidcProvider } from './provider';
-import { safeEqual } from './transaction';
+import { constantTimeEqual } from '../util/digest';
 
 interface ProviderKeys {
   jwksUri: string;
@@ -109,7 +109,8 @@ export async function validateIdToken(
   const audiences = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
   if (audiences.length > 1 && claims.azp === undefined) throw new IdTokenRejectedError('azp is required with several audiences');
   if (claims.azp !== undefined && claims.azp !== provider.clientId) throw new IdTokenRejectedError('azp is not this client');
-  if (typeof claims.nonce !== 'string' || !safeEqual(claims.nonce, expected.nonce)) throw new IdTokenRejectedError('nonce does not match');
+  if (typeof claims.nonce !== 'string' || !constantTimeEqual(claims.nonce, expected.nonce))
+    throw new IdTokenRejectedError('nonce does not match');
   if (expected.maxAgeSeconds !== undefined) {
     const authTime = claims.auth_time;
     if (typeof authTime !== 'number' || !Number.isFinite(authTime))

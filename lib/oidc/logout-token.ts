@@ -1,10 +1,10 @@
-import { createHash } from 'node:crypto';
 import type { KeyValueStore } from '../store/port';
 import { KeySourceUnavailableError, TokenError } from '../tokens/errors';
 import { createJwtVerifier, type VerifiedJwt } from '../tokens/verify-jwt';
 import type { SupportedAlgorithm } from '../tokens/algorithms';
 import { keySourceFailure, providerKeys } from './id-token';
 import type { OidcProvider } from './provider';
+import { sha256 } from '../util/digest';
 
 /** The event member a logout token must carry (OpenID Connect Back-Channel Logout 1.0 §2.4). */
 export const BACKCHANNEL_LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-logout';
@@ -92,7 +92,7 @@ export async function validateLogoutToken(
   // Remember the jti until the token could no longer pass the exp check anyway.
   const exp = typeof claims.exp === 'number' ? claims.exp : now / 1000;
   const ttlSeconds = Math.max(60, Math.ceil(exp - now / 1000) + provider.clockToleranceSeconds);
-  const mark = createHash('sha256').update(`${issuer}|${jti}`).digest('base64url');
+  const mark = sha256(`${issuer}|${jti}`, 'base64url');
   if (!(await store.setIfAbsent(`oidc-logout-jti:{${mark}}`, '1', ttlSeconds))) {
     throw new LogoutTokenRejectedError('this logout token was already used');
   }

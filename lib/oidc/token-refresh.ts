@@ -1,4 +1,3 @@
-import { createHash, randomBytes } from 'node:crypto';
 import type { Request } from 'express';
 import { ServiceUnavailableError, UnauthorizedError } from '../http/errors';
 import type { KeyValueStore } from '../store/port';
@@ -8,6 +7,8 @@ import type { OidcProvider } from './provider';
 import { OidcGrantError, refreshTokenGrant } from './token-client';
 import { validateRefreshedIdToken } from './id-token';
 import { reloadSession, saveSession } from './session-bridge';
+import { sha256 } from '../util/digest';
+import { randomToken } from '../util/random-token';
 
 /** How {@link createTokenRefresher} coordinates refreshes. */
 export interface TokenRefresherSettings {
@@ -21,7 +22,7 @@ const WAIT_STEP_MS = 50;
 const debug = debugChannel('oidc');
 
 function sessionHandle(sessionId: string): string {
-  return createHash('sha256').update(sessionId).digest('base64url').slice(0, 32);
+  return sha256(sessionId, 'base64url').slice(0, 32);
 }
 
 function delay(ms: number): Promise<void> {
@@ -100,7 +101,7 @@ export function createTokenRefresher(settings: TokenRefresherSettings): (req: Re
     }
     const store = settings.storeOf(provider);
     const lockKey = `oidc-refresh:{${sessionHandle(req.sessionID)}}`;
-    const owner = randomBytes(16).toString('base64url');
+    const owner = randomToken(16);
 
     if (!(await store.setIfAbsent(lockKey, owner, lockLifetimeSeconds))) {
       await awaitOtherInstance(req, store, lockKey, before);

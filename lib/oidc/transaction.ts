@@ -1,4 +1,5 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { constantTimeEqual, sha256 } from '../util/digest';
+import { randomToken } from '../util/random-token';
 
 /** One login in flight: what the callback needs to finish it. Kept server-side only. */
 export interface OidcTransaction {
@@ -22,7 +23,7 @@ export const TRANSACTION_TTL_MS = 10 * 60 * 1000;
 export const MAX_TRANSACTIONS = 5;
 
 function random(bytes: number): string {
-  return randomBytes(bytes).toString('base64url');
+  return randomToken(bytes);
 }
 
 /**
@@ -57,7 +58,7 @@ export function newTransaction(input: {
  * codeChallenge('dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk'); // 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM'
  */
 export function codeChallenge(verifier: string): string {
-  return createHash('sha256').update(verifier).digest('base64url');
+  return sha256(verifier, 'base64url');
 }
 
 /**
@@ -106,16 +107,6 @@ export function parseTransaction(json: string | undefined): OidcTransaction | un
 }
 
 /**
- * Constant-time equality of two strings, over SHA-256 digests so unequal lengths do not leak either.
- *
- * @example
- * if (!safeEqual(claims.nonce, transaction.nonce)) throw new IdTokenRejectedError('nonce does not match');
- */
-export function safeEqual(a: string, b: string): boolean {
-  return timingSafeEqual(createHash('sha256').update(a).digest(), createHash('sha256').update(b).digest());
-}
-
-/**
  * Finds the transaction whose state equals `state` (compared in constant time) and removes it from the map, so a
  * replayed callback finds nothing. Returns the transaction (or undefined) and the remaining map.
  *
@@ -130,7 +121,7 @@ export function takeTransaction(
   const remaining: Record<string, string> = {};
   for (const [key, json] of Object.entries(map ?? {})) {
     const tx = parseTransaction(json);
-    if (!found && tx && safeEqual(tx.state, state)) {
+    if (!found && tx && constantTimeEqual(tx.state, state)) {
       found = tx;
       continue;
     }

@@ -1,5 +1,5 @@
-import { createHash } from 'node:crypto';
 import { isIPv4, isIPv6 } from 'node:net';
+import { sha256 } from '../util/digest';
 
 /**
  * The IPv6 prefix the throttle treats as one client unless told otherwise. A /64 is one subnet: its owner picks the
@@ -56,5 +56,5 @@ export function clientNetwork(address: string, ipv6PrefixLength: number = DEFAUL
       .map((group) => group.toString(16))
       .join(':')}/${ipv6PrefixLength}`;
   }
-  return `other:${createHash('sha256').update(text).digest('base64url').slice(0, 22)}`;
+  return `other:${sha256(text, 'base64url').slice(0, 22)}`;
 }

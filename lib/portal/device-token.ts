@@ -1,5 +1,6 @@
-import { createHmac, createSecretKey, hkdfSync, randomBytes, timingSafeEqual, type KeyObject } from 'node:crypto';
+import { createHmac, createSecretKey, hkdfSync, timingSafeEqual, type KeyObject } from 'node:crypto';
 import { normalizeUsername } from './user-directory';
+import { randomToken } from '../util/random-token';
 
 /**
  * Device tokens, after OWASP's "Slow Down Online Guessing Attacks with Device Cookies": a browser that signed in as
@@ -52,7 +53,7 @@ function mac(key: KeyObject, username: string, token: DeviceToken): Buffer {
  * const token = issueDeviceToken(key, 'alice', Date.now() / 1000, 30 * 24 * 3600);
  */
 export function issueDeviceToken(key: KeyObject, username: string, nowSeconds: number, lifetimeSeconds: number): string {
-  const token: DeviceToken = { nonce: randomBytes(16).toString('base64url'), expiresAt: Math.floor(nowSeconds + lifetimeSeconds) };
+  const token: DeviceToken = { nonce: randomToken(16), expiresAt: Math.floor(nowSeconds + lifetimeSeconds) };
   return `${VERSION}.${token.nonce}.${token.expiresAt}.${mac(key, username, token).toString('base64url')}`;
 }
 

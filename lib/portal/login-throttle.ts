@@ -1,4 +1,4 @@
-import { createHash, randomBytes, type KeyObject } from 'node:crypto';
+import { randomBytes, type KeyObject } from 'node:crypto';
 import type { KeyValueStore } from '../store/port';
 import { debugChannel } from '../util/debug';
 import { OptionsError } from '../util/options';
@@ -11,6 +11,7 @@ import {
   type ThrottleLimit,
 } from './login-throttle-options';
 import { normalizeUsername } from './user-directory';
+import { sha256 } from '../util/digest';
 
 /** What the throttle needs to know about one password login. */
 export interface LoginAttemptFacts {
@@ -118,7 +119,7 @@ export class LoginThrottle {
       await this.revoke(device, now);
       debug('revoked a device token after %d failed attempts within %d s; the browser counts as new', limit.failures, limit.windowSeconds);
     }
-    const account = createHash('sha256').update(normalizeUsername(username)).digest('base64url');
+    const account = sha256(normalizeUsername(username), 'base64url');
     const network = clientNetwork(String(facts.address), this.options.ipv6PrefixLength);
     const counters: [ThrottleScope, ThrottleLimit, string][] = [
       ['network', this.options.perNetwork, `network:${network}`],

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { Request } from 'express';
 import type { CredentialStore } from '../credentials/credential-store';
 import { RecoveryCodes } from '../credentials/recovery-codes';
@@ -9,6 +8,7 @@ import { checkOptions, OptionsError, type OptionSchema } from '../util/options';
 import { LoginThrottle, type ThrottleDecision } from './login-throttle';
 import type { LoginThrottleOptions } from './login-throttle-options';
 import { recoveryCodeFactor, totpFactor, type SecondFactor } from './second-factor';
+import { sha256 } from '../util/digest';
 
 /** Options of the portal's second factors (`loginPortal({ twoFactor })`). */
 export interface PortalTwoFactorOptions {
@@ -96,7 +96,7 @@ export function resolveTwoFactor(options: PortalTwoFactorOptions, store: KeyValu
     // Counted under a digest of the user id: the throttle folds case in usernames, and user ids are case-sensitive.
     attempt: (req, userId) =>
       factorThrottle.attempt({
-        username: createHash('sha256').update(userId).digest('hex'),
+        username: sha256(userId, 'hex'),
         address: req.ip ?? req.socket.remoteAddress ?? '',
       }),
     recentLoginSeconds: options.recentLoginSeconds ?? 300,

@@ -1,5 +1,6 @@
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { checkOptions, OptionsError, type OptionSchema } from '../util/options';
+import { sha256, sha256Bytes } from '../util/digest';
 
 /** A relying application registered at the QR-login provider. */
 export interface QrAppRegistration {
@@ -51,7 +52,7 @@ export function hashAppSecret(secret: string): string {
       `hashAppSecret: the secret must be a string of at least ${MIN_APP_SECRET_LENGTH} characters (use generateAppSecret())`,
     );
   }
-  return HASH_PREFIX + createHash('sha256').update(secret, 'utf8').digest('base64url');
+  return HASH_PREFIX + sha256(secret, 'base64url');
 }
 
 /**
@@ -71,7 +72,7 @@ export function generateAppSecret(): string {
  * if (!verifyAppSecret(app, req.body.secret)) throw new WeChatApiError('invalid_secret');
  */
 export function verifyAppSecret(app: RegisteredQrApp, presented: string): boolean {
-  const digest = createHash('sha256').update(presented, 'utf8').digest();
+  const digest = sha256Bytes(presented);
   return timingSafeEqual(digest, app.secretDigest);
 }
 

@@ -1,6 +1,7 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import type { Request, Response } from 'express';
-import { randomToken } from './qr-login-requests';
+import { randomToken } from '../util/random-token';
+import { sha256 } from '../util/digest';
 
 /**
  * SHA-256 of a binding token, base64url: what the request record keeps (the cookie value itself is never stored).
@@ -9,7 +10,7 @@ import { randomToken } from './qr-login-requests';
  * const bindingHash = hashBinding(setBindingCookie(res, 'qr_binding', path, 240));
  */
 export function hashBinding(token: string): string {
-  return createHash('sha256').update(token, 'utf8').digest('base64url');
+  return sha256(token, 'base64url');
 }
 
 /**

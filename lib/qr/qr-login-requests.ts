@@ -1,5 +1,6 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { KeyValueStore } from '../store/port';
+import { randomToken } from '../util/random-token';
 import {
   applyTransition,
   effectiveStatus,
@@ -40,16 +41,6 @@ export type QrRedeemResult =
   | { ok: true; code: QrCodeRecord & { grantId: string } }
   | { ok: false; reason: 'invalid_code' }
   | { ok: false; reason: 'code_used'; grantId: string };
-
-/**
- * A random token of `bytes` bytes, base64url.
- *
- * @example
- * const authCode = randomToken(24); // 192 bits
- */
-export function randomToken(bytes = 24): string {
-  return randomBytes(bytes).toString('base64url');
-}
 
 const TOKEN_SHAPE = /^[A-Za-z0-9_-]{16,128}$/;
 // Guesses kept per instance (see QrLoginRequests.lastWritten): about 1 KB each, so at most a few MB.

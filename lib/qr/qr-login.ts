@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { BadRequestError, HttpError, UnauthorizedError } from '../http/errors';
 import { establishLogin } from '../session/establish-login';
@@ -6,8 +6,9 @@ import type { LoginUser } from '../session/types';
 import { OptionsError } from '../util/options';
 import { exchangeCode, fetchUserinfo, refreshTokens, type QrUserinfo } from './qr-login-client';
 import { resolveQrLoginOptions, type QrLoginOptions, type QrUserProfile } from './qr-login-options';
-import { randomToken } from './qr-login-requests';
+import { randomToken } from '../util/random-token';
 import type { QrLoginSessionState, QrProviderTokens } from './types';
+import { sha256Bytes } from '../util/digest';
 
 export type { QrLoginOptions, QrUserProfile } from './qr-login-options';
 
@@ -21,20 +22,16 @@ export interface QrLoginHandlers {
   refresh(req: Request): Promise<string>;
 }
 
-function digest(value: string): Buffer {
-  return createHash('sha256').update(value, 'utf8').digest();
-}
-
 /**
  * Takes the pending login whose state equals `presented` out of the session: compared in constant time over
  * equal-length digests, removed whether or not the login then succeeds, so a state is good for one callback only.
  */
 function takePending(state: QrLoginSessionState, presented: string, lifetimeMs: number, now: number): { returnTo: string } | undefined {
   const pending = state.pending ?? {};
-  const wanted = digest(presented);
+  const wanted = sha256Bytes(presented);
   let found: { returnTo: string; createdAt: number } | undefined;
   for (const [candidate, entry] of Object.entries(pending)) {
-    if (timingSafeEqual(digest(candidate), wanted)) {
+    if (timingSafeEqual(sha256Bytes(candidate), wanted)) {
       found = entry;
       delete pending[candidate];
     } else if (now - entry.createdAt > lifetimeMs) {

@@ -4,7 +4,7 @@ import type { RegisteredQrApp } from './app-registry';
 import { hashBinding, setBindingCookie } from './browser-binding';
 import { guarded } from '../http/handlers';
 import { providerOrigin, sendPage, type QrProviderContext } from './provider-context';
-import { randomToken } from './qr-login-requests';
+import { randomToken } from '../util/random-token';
 import { sendKitStylesheet } from '../http/pages/kit-stylesheet';
 import { QR_PAGE_SCRIPT, renderMessagePage, renderQrPage } from './qr-pages';
 import { sendNoStoreJson } from '../http/no-store-json';

@@ -1,10 +1,10 @@
-import { createHash } from 'node:crypto';
 import type { JwtPayload } from '../tokens/types';
 import { StoreUnavailableError } from '../store/port';
 import { deriveOpenid, deriveUnionid, type RegisteredQrApp } from './app-registry';
 import type { QrProviderContext } from './provider-context';
 import type { QrDirectoryUser } from './provider-ports';
 import { WeChatApiError } from './wechat-errors';
+import { sha256 } from '../util/digest';
 
 const SCOPE = 'snsapi_login';
 
@@ -22,7 +22,7 @@ export function isOutage(error: unknown): boolean {
 }
 
 function subjectKey(appid: string, openid: string): string {
-  return `qr:openid:{${createHash('sha256').update(`${appid}\0${openid}`).digest('base64url')}}`;
+  return `qr:openid:{${sha256(`${appid}\0${openid}`, 'base64url')}}`;
 }
 
 /**

@@ -1,7 +1,7 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Request } from 'express';
 import { verifyAppSecret, type RegisteredQrApp } from './app-registry';
 import { WeChatApiError } from './wechat-errors';
+import { constantTimeEqual } from '../util/digest';
 
 /**
  * Parameters of a WeChat API call: the form or JSON body, or the query for GET (WeChat's own clients use GET).
@@ -56,10 +56,6 @@ function bearerToken(req: Request): string | undefined {
   return match?.[1];
 }
 
-function digest(value: string): Buffer {
-  return createHash('sha256').update(value, 'utf8').digest();
-}
-
 /**
  * The access token of a userinfo call, from the `Authorization` header or the `access_token` query. Clients such
  * as grant's `wechat` provider send it in both; RFC 6750 §2 forbids two methods in one request because the two
@@ -74,7 +70,7 @@ export function presentedAccessToken(req: Request): string {
   if (inQuery !== undefined && typeof inQuery !== 'string') throw new WeChatApiError('invalid_access_token');
   const queryToken = text(inQuery);
   const headerToken = bearerToken(req);
-  if (queryToken && headerToken && !timingSafeEqual(digest(queryToken), digest(headerToken))) {
+  if (queryToken && headerToken && !constantTimeEqual(queryToken, headerToken)) {
     throw new WeChatApiError('invalid_access_token');
   }
   const token = headerToken ?? queryToken;

@@ -1,9 +1,10 @@
-import { createHmac, randomBytes, timingSafeEqual, type KeyObject } from 'node:crypto';
+import { createHmac, timingSafeEqual, type KeyObject } from 'node:crypto';
 import type { Request, Response } from 'express';
 import session, { type SessionData } from 'express-session';
 import { debugChannel } from '../util/debug';
 import { AMBIGUOUS_COOKIE, decodeCookieValue, readRawCookie } from './cookie-header';
 import type { SessionCookieSettings } from './types';
+import { randomToken } from '../util/random-token';
 
 /**
  * A session read from the store, with the exact text it was stored as (to tell later whether it changed). `data`
@@ -177,7 +178,7 @@ export function createSessionEngine(settings: SessionEngineSettings): SessionEng
     // A loaded session not built yet is built first, so the end of the response knows the cookie's id and sets the
     // cookie of the new one.
     if (deferredSessions.has(req)) void req.session;
-    req.sessionID = randomBytes(24).toString('base64url');
+    req.sessionID = randomToken(24);
     req.session = new SessionClass(req);
     req.session.cookie = new CookieClass(cookieOptions);
   };

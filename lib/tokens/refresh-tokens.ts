@@ -1,10 +1,12 @@
 import type { TokenAuthentication } from './token-claims';
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { KeyValueStore } from '../store/port';
 import { debugChannel } from '../util/debug';
 import { checkOptions, OptionsError, within, type OptionSchema } from '../util/options';
 import { RefreshTokenError } from './errors';
 import { accessTokenRevokedKey, grantRevokedKey, ID_PATTERN, TokenRevocations, type RevocableClaims } from './token-revocations';
+import { sha256 } from '../util/digest';
+import { randomToken } from '../util/random-token';
 
 /** Options of {@link RefreshTokens}. */
 export interface RefreshTokensOptions {
@@ -94,7 +96,7 @@ const SCHEMA: OptionSchema = {
 };
 
 function hashToken(token: string): string {
-  return createHash('sha256').update(token).digest('base64url');
+  return sha256(token, 'base64url');
 }
 
 function requireId(name: string, value: unknown): string {
@@ -335,7 +337,7 @@ export class RefreshTokens {
     alsoWritten: readonly string[],
     alongside: ReadonlyArray<Promise<unknown>>,
   ): Promise<IssuedRefreshToken> {
-    const token = randomBytes(32).toString('base64url');
+    const token = randomToken(32);
     const hash = hashToken(token);
     // Rotation slides the lifetime, but never past the family's absolute end.
     const familyEndsAt = base.familyCreatedAt + this.absoluteLifetimeSeconds * 1000;

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import type { KeyValueStore } from '../store/port';
 import { checkOptions, OptionsError, within, type OptionSchema } from '../util/options';
@@ -10,6 +9,7 @@ import { accessTokenContent, idTokenContent, type AccessTokenInput, type IdToken
 import type { RevocableClaims, TokenRevocations } from './token-revocations';
 import { tokenHash, VerifiedTokenCache } from './verified-token-cache';
 import { createJwtVerifier, type VerifiedJwt } from './verify-jwt';
+import { randomToken } from '../util/random-token';
 
 export type { AccessTokenInput, IdTokenInput } from './token-claims';
 
@@ -268,7 +268,7 @@ export class TokenService {
 
   private sign(content: TokenContent, typ: string): IssuedToken {
     const { kid, alg, key } = this.keys.signingKey;
-    const jti = randomBytes(16).toString('base64url');
+    const jti = randomToken(16);
     const iat = Math.floor(Date.now() / 1000);
     const payload = {
       ...content.claims,
