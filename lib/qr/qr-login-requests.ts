@@ -181,8 +181,9 @@ export class QrLoginRequests {
   }
 
   /**
-   * Judges a transition against `raw` and writes it with one compare-and-set against `raw`. Undefined when the
-   * compare-and-set lost (the key no longer holds `raw`); a refusal when `raw` does not allow the transition.
+   * Judges a transition against `raw` and writes it with one compare-and-set against `raw`, which also announces the
+   * new status to the request's subscribers. Undefined when the compare-and-set lost (the key no longer holds `raw`);
+   * a refusal when `raw` does not allow the transition.
    */
   private async applyAgainst(
     key: string,
@@ -197,17 +198,34 @@ export class QrLoginRequests {
     const result = applyTransition(record, to, userId, now, () => randomToken(24));
     if (!result.ok) return result;
     const next = JSON.stringify(result.record);
-    if (!(await this.store.compareAndSet(key, raw, next))) return undefined;
-    this.remember(key, next);
-    const written = [key];
-    if (result.record.status === 'confirmed' && result.record.code) {
-      await this.saveCode(result.record, userId, codeLifetimeSeconds);
-      written.push(QrLoginRequests.codeKey(result.record.code));
+    const event: QrStatusEvent = { status: result.record.status, at: now };
+    // A confirmation's code is written before the swap that reveals it, in the same round trip on a single node, so
+    // whoever hears of the confirmation (its subscribers, a status read) finds the code already stored.
+    const code = result.record.status === 'confirmed' && result.record.code ? this.codeEntry(result.record, userId) : undefined;
+    const [, swapped] = await Promise.all([
+      // The used marker must outlive the code's validity, so a replay inside the validity is recognised as a replay.
+      code && this.store.set(code.key, code.raw, codeLifetimeSeconds),
+      this.swapAndAnnounce(key, raw, next, record.authCode, event),
+    ]);
+    if (!swapped) {
+      // The code of a swap that lost was never revealed to anyone; it goes.
+      if (code) await this.store.delete(code.key);
+      return undefined;
     }
+    this.remember(key, next);
+    if (code) this.remember(code.key, code.raw);
     // The phone is told "done" only once the decision would survive a failover (with waitForReplicas).
-    await this.store.confirmWrites(written);
-    await this.publish(record.authCode, { status: result.record.status, at: now });
+    await this.store.confirmWrites(code ? [key, code.key] : [key]);
     return { ok: true, record: result.record };
+  }
+
+  /** Swaps `raw` for `next` and publishes `event` when the swap happened, in one step where the store can. */
+  private async swapAndAnnounce(key: string, raw: string, next: string, authCode: string, event: QrStatusEvent): Promise<boolean> {
+    const channel = QrLoginRequests.channel(authCode);
+    if (this.store.compareAndSetThenPublish) return this.store.compareAndSetThenPublish(key, raw, next, channel, JSON.stringify(event));
+    const swapped = await this.store.compareAndSet(key, raw, next);
+    if (swapped) await this.store.publish(channel, JSON.stringify(event));
+    return swapped;
   }
 
   /**
@@ -231,7 +249,7 @@ export class QrLoginRequests {
     return this.store.compareAndSet(key, raw, JSON.stringify({ ...current, collected: true }));
   }
 
-  private async saveCode(record: QrLoginRecord, userId: string, validitySeconds: number): Promise<void> {
+  private codeEntry(record: QrLoginRecord, userId: string): { key: string; raw: string } {
     const code: QrCodeRecord = {
       v: 1,
       appid: record.appid,
@@ -241,11 +259,7 @@ export class QrLoginRequests {
       scope: 'snsapi_login',
       issuedAt: this.now(),
     };
-    // The used marker must outlive the code's validity, so a replay inside the validity is recognised as a replay.
-    const key = QrLoginRequests.codeKey(record.code as string);
-    const raw = JSON.stringify(code);
-    await this.store.set(key, raw, validitySeconds);
-    this.remember(key, raw);
+    return { key: QrLoginRequests.codeKey(record.code as string), raw: JSON.stringify(code) };
   }
 
   /**

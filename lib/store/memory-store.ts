@@ -96,6 +96,12 @@ export class MemoryStore implements KeyValueStore {
     return true;
   }
 
+  async compareAndSetThenPublish(key: string, expected: string, next: string, channel: string, message: string): Promise<boolean> {
+    const swapped = await this.compareAndSet(key, expected, next);
+    if (swapped) await this.publish(channel, message);
+    return swapped;
+  }
+
   async delete(...keys: string[]): Promise<number> {
     let removed = 0;
     for (const key of keys) {

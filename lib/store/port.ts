@@ -23,6 +23,12 @@ export interface KeyValueStore {
    * Returns true when the swap happened.
    */
   compareAndSet(key: string, expected: string, next: string, ttlSeconds?: number): Promise<boolean>;
+  /**
+   * {@link KeyValueStore.compareAndSet} (the current expiry kept) that, when the swap happens, also publishes `message`
+   * on `channel` in the same atomic step: a subscriber hears of every swap that happened and of none that did not,
+   * in the order of the swaps. Optional: where a store lacks it, callers swap, then publish.
+   */
+  compareAndSetThenPublish?(key: string, expected: string, next: string, channel: string, message: string): Promise<boolean>;
   /** Deletes keys; returns how many existed. */
   delete(...keys: string[]): Promise<number>;
   /** Sets a key's expiry; returns false when the key does not exist. */

@@ -41,6 +41,15 @@ if ARGV[3] == '' then redis.call('SET', KEYS[1], ARGV[2], 'KEEPTTL')
 else redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) end
 return 1`;
 
+// The swap and its announcement in one step: PUBLISH runs on the node owning the key, which owns the channel too when
+// both share a hash tag, so a channel's messages keep their order on a Cluster as well (see publish()).
+const COMPARE_AND_SET_THEN_PUBLISH = `
+local current = redis.call('GET', KEYS[1])
+if current ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'KEEPTTL')
+redis.call('PUBLISH', ARGV[3], ARGV[4])
+return 1`;
+
 const INCREMENT_IN_WINDOW = `
 local value = redis.call('INCR', KEYS[1])
 if value == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
@@ -98,6 +107,7 @@ export class RedisStore implements KeyValueStore {
     }
     for (const [name, lua] of [
       ['ssoCompareAndSet', COMPARE_AND_SET],
+      ['ssoCompareAndSetThenPublish', COMPARE_AND_SET_THEN_PUBLISH],
       ['ssoIncrementInWindow', INCREMENT_IN_WINDOW],
       ['ssoAddToSetWithExpiry', ADD_TO_SET_WITH_EXPIRY],
     ] as const) {
@@ -153,6 +163,13 @@ export class RedisStore implements KeyValueStore {
   async compareAndSet(key: string, expected: string, next: string, ttlSeconds?: number): Promise<boolean> {
     const ttl = ttlSeconds === undefined ? '' : String(Math.ceil(ttlSeconds * 1000));
     const reply = await this.run(() => this.commands.call<number>('ssoCompareAndSet', [this.key(key), expected, next, ttl]));
+    return reply === 1;
+  }
+
+  async compareAndSetThenPublish(key: string, expected: string, next: string, channel: string, message: string): Promise<boolean> {
+    const reply = await this.run(() =>
+      this.commands.call<number>('ssoCompareAndSetThenPublish', [this.key(key), expected, next, this.key(channel), message]),
+    );
     return reply === 1;
   }
 

@@ -1,5 +1,6 @@
 import { QrLoginRequests } from '../../lib/qr/qr-login-requests';
-import { testRedisStore } from '../helpers/redis';
+import type { KeyValueStore } from '../../lib/store';
+import { keysByPrefix, testRedisStore } from '../helpers/redis';
 
 let redis: Awaited<ReturnType<typeof testRedisStore>>;
 let requests: QrLoginRequests;
@@ -11,8 +12,8 @@ beforeAll(async () => {
 
 afterAll(() => redis.cleanup());
 
-function create(validitySeconds = 180) {
-  return requests.create({
+function create(validitySeconds = 180, on: QrLoginRequests = requests) {
+  return on.create({
     appid: 'shop',
     redirectUri: 'https://shop.example.test/callback/qr',
     state: 's',
@@ -102,7 +103,92 @@ describe('QrLoginRequests', () => {
     expect(seen).toEqual(['scanned', 'denied']);
   });
 
+  it("writes a confirmation's code before the swap that reveals it, so whoever hears of it finds the code", async () => {
+    const calls: string[] = [];
+    // The store as the requests see it, with the order in which they issue their writes (on one Redis connection,
+    // the order Redis runs them in).
+    const recording = new Proxy(redis.store, {
+      get(target, name, receiver) {
+        const value = Reflect.get(target, name, receiver) as unknown;
+        if (typeof value !== 'function') return value;
+        return (...args: unknown[]) => {
+          if (name === 'set' || name === 'compareAndSetThenPublish') calls.push(`${name} ${String(args[0]).replace(/\{.*/, '')}`);
+          return (value as (...values: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    }) as KeyValueStore;
+    const recorded = new QrLoginRequests(recording);
+    const record = await create(180, recorded);
+    let found: Promise<string | null> | undefined;
+    let heard: () => void = () => undefined;
+    const confirmedHeard = new Promise<void>((resolve) => {
+      heard = resolve;
+    });
+    const unsubscribe = await recorded.subscribe(record.authCode, (event) => {
+      if (event.status !== 'confirmed') return;
+      // Read the moment the confirmation is heard.
+      found = keysByPrefix(redis.client, `${redis.prefix}qr:code:`).then(async (keys) => {
+        const values = await Promise.all(keys.map((key) => redis.client.get(key)));
+        return values.find((value) => value?.includes(record.authCode)) ?? null;
+      });
+      heard();
+    });
+    await recorded.transition(record.authCode, 'scanned', 'alice', 300);
+    calls.length = 0;
+    const confirmed = await recorded.transition(record.authCode, 'confirmed', 'alice', 300);
+    await confirmedHeard;
+    await unsubscribe();
+    expect(confirmed.ok).toBe(true);
+    expect(calls).toEqual(['set qr:code:', 'compareAndSetThenPublish qr:']);
+    expect(await found).toContain('"userId":"alice"');
+  });
+
+  it('on a store without compareAndSetThenPublish, swaps and then publishes, and only what it swapped', async () => {
+    const plain = new Proxy(redis.store, {
+      get: (target, name, receiver) => (name === 'compareAndSetThenPublish' ? undefined : (Reflect.get(target, name, receiver) as unknown)),
+      has: (target, name) => name !== 'compareAndSetThenPublish' && Reflect.has(target, name),
+    }) as KeyValueStore;
+    const onPlain = new QrLoginRequests(plain);
+    const record = await create(180, onPlain);
+    const statuses: string[] = [];
+    const unsubscribe = await onPlain.subscribe(record.authCode, (event) => statuses.push(event.status));
+    expect((await onPlain.transition(record.authCode, 'scanned', 'alice', 300)).ok).toBe(true);
+    expect((await new QrLoginRequests(plain).transition(record.authCode, 'denied', 'alice', 300)).ok).toBe(true);
+    // Guessing "scanned", this instance's confirmation loses its swap: nothing is announced for it.
+    expect((await onPlain.transition(record.authCode, 'confirmed', 'alice', 300)).ok).toBe(false);
+    for (let i = 0; i < 50 && statuses.length < 2; i += 1) await new Promise((resolve) => setTimeout(resolve, 10));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await unsubscribe();
+    expect(statuses).toEqual(['scanned', 'denied']);
+  });
+
   describe('with two instances on one store (each guesses a key holds what it wrote last)', () => {
+    it('announces only the confirmation that won, and leaves no code of the one that lost its swap', async () => {
+      const record = await create();
+      const statuses: string[] = [];
+      const unsubscribe = await requests.subscribe(record.authCode, (event) => statuses.push(event.status));
+      expect((await requests.transition(record.authCode, 'scanned', 'alice', 300)).ok).toBe(true);
+      // Another instance confirms; this one still guesses "scanned", so its own confirmation is judged legal,
+      // written with a code of its own, and loses its compare-and-set.
+      const won = await new QrLoginRequests(redis.store).transition(record.authCode, 'confirmed', 'alice', 300);
+      expect(won.ok).toBe(true);
+      expect(await requests.transition(record.authCode, 'confirmed', 'alice', 300)).toEqual({
+        ok: false,
+        reason: 'illegal_transition',
+        status: 'confirmed',
+      });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      await unsubscribe();
+      expect(statuses).toEqual(['scanned', 'confirmed']);
+      const codes = await keysByPrefix(redis.client, `${redis.prefix}qr:code:`);
+      const ofThisRequest = (await Promise.all(codes.map((key) => redis.client.get(key)))).filter((value) =>
+        value?.includes(record.authCode),
+      );
+      expect(ofThisRequest).toHaveLength(1);
+      expect(won.ok && ofThisRequest[0]).toContain(`"authCode":"${record.authCode}"`);
+      expect(await redis.store.get(`qr:code:{${won.ok ? won.record.code : ''}}`)).toBe(ofThisRequest[0]);
+    });
+
     it('judges a step against the current value when another instance moved the request on', async () => {
       const record = await create();
       const other = new QrLoginRequests(redis.store);

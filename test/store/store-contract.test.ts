@@ -82,6 +82,28 @@ describe.each(implementations)('%s honours the storage port contract', (_name, o
     expect(wins.filter(Boolean)).toHaveLength(1);
   });
 
+  it('compareAndSetThenPublish announces every swap that happened and none that did not, in order, keeping the TTL', async () => {
+    const swap = store.compareAndSetThenPublish?.bind(store);
+    if (!swap) throw new Error('the store has no compareAndSetThenPublish');
+    const received: string[] = [];
+    const unsubscribe = await store.subscribe('qr:{login-1}:events', (message) => received.push(message));
+    await store.set('qr:{login-1}', 'pending', 30);
+    expect(await swap('qr:{login-1}', 'scanned', 'confirmed', 'qr:{login-1}:events', 'wrong')).toBe(false);
+    expect(await swap('qr:{login-1}', 'pending', 'scanned', 'qr:{login-1}:events', 'scanned')).toBe(true);
+    // Of many concurrent swaps from one value, one wins and one announcement goes out.
+    const wins = await Promise.all(
+      Array.from({ length: 20 }, () => swap('qr:{login-1}', 'scanned', 'confirmed', 'qr:{login-1}:events', 'confirmed')),
+    );
+    expect(wins.filter(Boolean)).toHaveLength(1);
+    expect(await swap('qr:{absent}', 'x', 'y', 'qr:{login-1}:events', 'absent')).toBe(false);
+    for (let i = 0; i < 50 && received.length < 2; i += 1) await tick(10);
+    await tick(50);
+    await unsubscribe();
+    expect(received).toEqual(['scanned', 'confirmed']);
+    expect(await store.get('qr:{login-1}')).toBe('confirmed');
+    expect(await store.ttlMillis('qr:{login-1}')).toBeGreaterThan(25_000);
+  });
+
   it('counts within a fixed window and starts over after it', async () => {
     expect(await store.increment('hits', 0.2)).toBe(1);
     expect(await store.increment('hits', 0.2)).toBe(2);
