@@ -74,7 +74,7 @@ function row(label: string, run: QrRun): string {
  */
 export async function qrLoginSection(
   options: QrSectionOptions,
-): Promise<{ text: string; markdown: string; main: QrRun; inFlight: Array<[number, QrRun]> }> {
+): Promise<{ text: string; markdown: string; main: QrRun; floor: QrRun; inFlight: Array<[number, QrRun]> }> {
   const { placement, generator, durationSeconds, warmupSeconds } = options;
   const fixtures = qrFixtures(options.redisUrl);
   try {
@@ -159,7 +159,7 @@ export async function qrLoginSection(
       ...stepRows,
     ].join('\n');
     const text = markdown;
-    return { text, markdown, main, inFlight };
+    return { text, markdown, main, floor, inFlight };
   } finally {
     await deleteQrKeys(fixtures).catch(() => undefined);
   }

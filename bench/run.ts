@@ -98,8 +98,10 @@ function table(results: CaseResult[]): string {
 
 /** Issue 17's QR target: at most this much provider CPU per login, i.e. at least 600 logins/s on one busy core. */
 const QR_CPU_MS_PER_LOGIN_TARGET = 1.7;
+/** The HTTP floor (six bare Express requests) per login on the machine the QR target was set on. */
+const QR_TARGET_MACHINE_FLOOR_MS = 0.75;
 
-function targetTable(targets: TargetResult[], qrMain?: QrRun): string {
+function targetTable(targets: TargetResult[], qrMain?: QrRun, qrFloor?: QrRun): string {
   const lines = ['| suite | target | measured | verdict |', '|---|---|---:|---|'];
   for (const target of targets) {
     const measured = target.ratio === undefined ? 'n/a' : `${target.ratio.toFixed(2)}×`;
@@ -110,8 +112,13 @@ function targetTable(targets: TargetResult[], qrMain?: QrRun): string {
     const cpu = qrMain.providerCpuMsPerLogin;
     const perCore = Math.round(1000 / cpu);
     const pass = cpu <= QR_CPU_MS_PER_LOGIN_TARGET && qrMain.failures === 0;
+    // Machines of one kind differ by up to three times from hour to hour; the floor measured in the same run says
+    // what the figure means in the terms of the machine the target was set on.
+    const inFloors = qrFloor
+      ? `; ${(cpu / qrFloor.providerCpuMsPerLogin).toFixed(2)} HTTP floors of ${qrFloor.providerCpuMsPerLogin.toFixed(2)} ms, where the target allows ${(QR_CPU_MS_PER_LOGIN_TARGET / QR_TARGET_MACHINE_FLOOR_MS).toFixed(2)} (${QR_CPU_MS_PER_LOGIN_TARGET} ÷ ${QR_TARGET_MACHINE_FLOOR_MS} ms on its machine)`
+      : '';
     lines.push(
-      `| qr-login | provider CPU per login ≤ ${QR_CPU_MS_PER_LOGIN_TARGET} ms at 16 in flight (≥ 600 logins/s per core) | ${cpu.toFixed(2)} ms (${perCore} per core) | ${pass ? 'PASS' : 'FAIL'} |`,
+      `| qr-login | provider CPU per login ≤ ${QR_CPU_MS_PER_LOGIN_TARGET} ms at 16 in flight (≥ 600 logins/s per core) | ${cpu.toFixed(2)} ms (${perCore} per core${inFloors}) | ${pass ? 'PASS' : 'FAIL'} |`,
     );
   }
   return lines.join('\n');
@@ -277,6 +284,7 @@ async function main(): Promise<void> {
   let curvesMarkdown = '';
   let qrInFlight: Array<[number, QrRun]> = [];
   let qrMain: QrRun | undefined;
+  let qrFloor: QrRun | undefined;
   try {
     for (const [name, build] of builders) {
       if (only.length > 0 && !only.includes(name)) continue;
@@ -349,6 +357,7 @@ async function main(): Promise<void> {
         qrMarkdown = section.markdown;
         qrInFlight = section.inFlight;
         qrMain = section.main;
+        qrFloor = section.floor;
       } catch (error) {
         qrMarkdown = `Not measured: ${(error as Error).message}`;
         console.log(`  qr-login failed: ${(error as Error).message}`);
@@ -396,7 +405,7 @@ async function main(): Promise<void> {
     '',
     '## Targets',
     '',
-    targetTable(targets, qrMain),
+    targetTable(targets, qrMain, qrFloor),
     '',
     '## Ratios (requests per second)',
     '',
@@ -427,7 +436,7 @@ async function main(): Promise<void> {
     'Figures from a shared 2-core machine move by up to ±20 % between runs; compare ratios from one run, not absolute figures across runs, and repeat a run before trusting a ratio close to its target.',
     '',
   ].join('\n');
-  console.log(`\n${table(results)}\n\n${targetTable(targets, qrMain)}\n\n${ratios.join('\n\n')}\n\nfull run: ${seconds} s`);
+  console.log(`\n${table(results)}\n\n${targetTable(targets, qrMain, qrFloor)}\n\n${ratios.join('\n\n')}\n\nfull run: ${seconds} s`);
   if (write) {
     await writeFile(join(__dirname, 'RESULTS.md'), report);
     console.log('wrote bench/RESULTS.md');
