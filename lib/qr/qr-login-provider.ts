@@ -1,4 +1,4 @@
-import express, { type Router } from 'express';
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { OptionsError } from '../util/options';
 import { prepareForProperties } from '../util/request-shape';
 import { buildAppRegistry } from './app-registry';
@@ -31,18 +31,32 @@ export function qrLoginProvider(options: QrLoginProviderOptions): Router {
   const context = providerContext(options);
   const areas = providerAreas(context, createRateLimiters(options.store, context.apps, context.settings.rateLimits));
 
-  const router = express.Router();
-  router.use(function qrLoginProviderRoutes(req, res, next) {
-    const area = providerArea(req.path);
-    if (area === undefined) {
-      next();
-      return;
-    }
+  const enterArea = (area: keyof typeof areas, req: Request, res: Response, next: NextFunction) => {
     // Body parsers, rate limiters and the routes add properties to every request: make that cheap first.
     prepareForProperties(req, res);
     areas[area](req, res, next);
+  };
+  const router = express.Router();
+  router.use(function qrLoginProviderRoutes(req, res, next) {
+    const area = providerArea(req.path);
+    if (area === undefined) next();
+    else enterArea(area, req, res, next);
   });
+  // Express enters a router through its `handle` (Express 4 and 5 alike). A request on one of the provider's paths
+  // goes straight to its area's router, skipping a pass through this router's own stack: the same layers run, with
+  // one router fewer per request. Any other path goes through this router's stack, so routes added to it still answer.
+  const handleAsRouter = (router as unknown as RouterHandle).handle.bind(router);
+  (router as unknown as RouterHandle).handle = function handle(req, res, next) {
+    const area = providerArea(req.path);
+    if (area === undefined) handleAsRouter(req, res, next);
+    else enterArea(area, req, res, next);
+  };
   return router;
+}
+
+/** How Express enters a router: `router(req, res, next)` calls `router.handle(req, res, next)`. */
+interface RouterHandle {
+  handle(req: Request, res: Response, next: NextFunction): void;
 }
 
 /**

@@ -709,4 +709,20 @@ describe('the provider routes each request to the one router its path can belong
     expect((await request(app).get('/sns/qr-logins/abc/extra')).text).toBe('the app, under the provider’s prefix');
     expect((await request(app).get('/sns/qr-logins/abc/status')).status).toBe(404);
   });
+
+  it('enters its paths straight from the app, mounted under a prefix too, and still runs routes added to its router', async () => {
+    const provider = qrLoginProvider(providerOptions());
+    provider.get('/added-by-the-app', (_req, res) => res.send('a route on the provider’s router'));
+    const app = express();
+    app.use('/idp', provider);
+    app.use(errorHandler({ log: false }));
+
+    const created = await request(app).get(`/idp/sns/oauth2/qrconnect?${qrconnectQuery()}`).set('Accept', 'application/json');
+    expect(created.status).toBe(201);
+    // Links are built from the mount path, so the area's router saw the prefix the app stripped.
+    expect(created.body.status_url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/idp\/sns\/qr-logins\/[A-Za-z0-9_-]+\/status$/);
+    expect((await request(app).get('/idp/added-by-the-app')).text).toBe('a route on the provider’s router');
+    expectProblem(await request(app).get('/idp/sns/qr-logins/abc/status'), 404, 'qr_login_not_found');
+    expect((await request(app).get('/sns/oauth2/qrconnect')).status).toBe(404);
+  });
 });
