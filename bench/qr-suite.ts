@@ -59,6 +59,84 @@ export async function measureQr(
   }
 }
 
+/** The provider against the HTTP floor, measured in alternation (see {@link measureAgainstFloor}). */
+export interface FloorComparison {
+  /** Provider CPU per completed login over all its slices, in milliseconds. */
+  providerCpuMsPerLogin: number;
+  /** The floor's CPU per completed login over all its slices, in milliseconds. */
+  floorCpuMsPerLogin: number;
+  /** Provider ÷ floor, each over all its slices. */
+  floors: number;
+  /** The median of the slice pairs' own ratios, and their lowest and highest. */
+  medianPairFloors: number;
+  pairRange: [number, number];
+  pairs: number;
+  sliceSeconds: number;
+}
+
+/**
+ * The provider's CPU per login in HTTP floors, robust to a machine whose speed drifts: a provider process and a floor
+ * process run side by side (both pinned to the server CPU, only one under load at a time), are warmed up, then take
+ * turns under the same load in short slices, the order swapped at every pair. Whatever slows the machine during the
+ * run slows both alike, where two runs one after the other can differ by a third on a shared machine.
+ *
+ * @example
+ * const comparison = await measureAgainstFloor(fixtures, 16, { pairs: 10, sliceSeconds: 1 }, placement, generator);
+ */
+export async function measureAgainstFloor(
+  fixtures: QrFixtures,
+  concurrency: number,
+  slices: { pairs: number; sliceSeconds: number; warmupSeconds: number },
+  placement: Placement,
+  generator: LoadGenerator,
+): Promise<FloorComparison> {
+  const provider = await startCaseServer('qr-login', 'provider', fixtures, placement);
+  try {
+    const floor = await startCaseServer('qr-login', 'http-floor', fixtures, placement);
+    try {
+      const sides = [
+        { server: provider, cpu: 0, logins: 0, perLogin: 0 },
+        { server: floor, cpu: 0, logins: 0, perLogin: 0 },
+      ];
+      for (const side of sides) await generator.runQr(side.server.url, fixtures, { concurrency, durationSeconds: slices.warmupSeconds });
+      const pairRatios: number[] = [];
+      for (let pair = 0; pair < slices.pairs; pair += 1) {
+        for (const side of pair % 2 === 0 ? sides : [...sides].reverse()) {
+          const before = await side.server.cpuMicros();
+          const figures = await generator.runQr(side.server.url, fixtures, { concurrency, durationSeconds: slices.sliceSeconds });
+          const cpu = (await side.server.cpuMicros()) - before;
+          const completed = figures.logins - figures.failures;
+          if (completed === 0 || figures.failures > 0) throw new Error(`${figures.failures} of ${figures.logins} logins failed in a slice`);
+          side.cpu += cpu;
+          side.logins += completed;
+          side.perLogin = cpu / completed;
+        }
+        pairRatios.push(sides[0]!.perLogin / sides[1]!.perLogin);
+      }
+      const sorted = [...pairRatios].sort((a, b) => a - b);
+      const [mine, floorSide] = sides as [(typeof sides)[0], (typeof sides)[0]];
+      const providerCpuMsPerLogin = mine.cpu / mine.logins / 1000;
+      const floorCpuMsPerLogin = floorSide.cpu / floorSide.logins / 1000;
+      return {
+        providerCpuMsPerLogin,
+        floorCpuMsPerLogin,
+        floors: providerCpuMsPerLogin / floorCpuMsPerLogin,
+        medianPairFloors: sorted[Math.floor(sorted.length / 2)]!,
+        pairRange: [sorted[0]!, sorted.at(-1)!],
+        pairs: slices.pairs,
+        sliceSeconds: slices.sliceSeconds,
+      };
+    } finally {
+      await floor.stop();
+    }
+  } finally {
+    await provider.stop();
+  }
+}
+
+/** Slice pairs of the provider-against-floor comparison: about 25 s of the run. */
+const FLOOR_PAIRS = 10;
+
 function row(label: string, run: QrRun): string {
   const login = run.steps.find((step) => step.step === 'login');
   return `| ${label} | ${run.loginsPerSecond.toFixed(0)} | ${run.providerCpuMsPerLogin.toFixed(2)} | ${(1000 / run.providerCpuMsPerLogin).toFixed(0)} | ${login?.p50.toFixed(1)} | ${login?.p99.toFixed(1)} | ${run.logins} | ${run.failures} | ${Math.round(run.providerBusy * 100)} % | ${Math.round(run.clientBusy * 100)} % |`;
@@ -72,9 +150,14 @@ function row(label: string, run: QrRun): string {
  * @example
  * const { text, markdown, main } = await qrLoginSection({ redisUrl, placement, generator, durationSeconds: 3, warmupSeconds: 1, rounds: 3, concurrency: 16, curve: true });
  */
-export async function qrLoginSection(
-  options: QrSectionOptions,
-): Promise<{ text: string; markdown: string; main: QrRun; floor: QrRun; inFlight: Array<[number, QrRun]> }> {
+export async function qrLoginSection(options: QrSectionOptions): Promise<{
+  text: string;
+  markdown: string;
+  main: QrRun;
+  floor: QrRun;
+  versusFloor: FloorComparison;
+  inFlight: Array<[number, QrRun]>;
+}> {
   const { placement, generator, durationSeconds, warmupSeconds } = options;
   const fixtures = qrFixtures(options.redisUrl);
   try {
@@ -115,6 +198,16 @@ export async function qrLoginSection(
     };
     const pipelined = await sameLoad('provider-autopipelining', 'enableAutoPipelining');
     const floor = await sameLoad('http-floor', 'HTTP floor (canned answers)');
+    const versusFloor = await measureAgainstFloor(
+      fixtures,
+      options.concurrency,
+      { pairs: FLOOR_PAIRS, sliceSeconds: 1, warmupSeconds },
+      placement,
+      generator,
+    );
+    console.log(
+      `  ${options.concurrency} in flight, provider and floor in alternation (${versusFloor.pairs} pairs of ${versusFloor.sliceSeconds} s): ${versusFloor.providerCpuMsPerLogin.toFixed(2)} and ${versusFloor.floorCpuMsPerLogin.toFixed(2)} ms CPU/login, ${versusFloor.floors.toFixed(2)} floors (pairs ${versusFloor.pairRange.map((ratio) => ratio.toFixed(2)).join('–')}, median ${versusFloor.medianPairFloors.toFixed(2)})`,
+    );
     const inFlight: Array<[number, QrRun]> = [[options.concurrency, main]];
     if (options.curve) {
       for (const concurrency of [1, 256]) {
@@ -152,6 +245,8 @@ export async function qrLoginSection(
       '',
       `Of the provider's ${main.providerCpuMsPerLogin.toFixed(2)} ms of CPU per login, ${floor.providerCpuMsPerLogin.toFixed(2)} ms is the floor: six HTTP requests through Express with the provider's body parsers and answers of the same shape and size, canned (\`bench/qr-floor.ts\`: no Redis, no tokens, no state). The remaining ${(main.providerCpuMsPerLogin - floor.providerCpuMsPerLogin).toFixed(2)} ms is the kit's own work: Redis commands, signing and verifying tokens, hashing secrets, the login's state.`,
       '',
+      `Measured in alternation (a provider process and a floor process side by side, taking turns under the same load in ${versusFloor.pairs} pairs of ${versusFloor.sliceSeconds} s slices, the order swapped at every pair, so a drift of the machine's speed reaches both alike), the provider costs ${versusFloor.providerCpuMsPerLogin.toFixed(2)} ms and the floor ${versusFloor.floorCpuMsPerLogin.toFixed(2)} ms per login: **${versusFloor.floors.toFixed(2)} floors** (the pairs ranged ${versusFloor.pairRange.map((ratio) => ratio.toFixed(2)).join('–')}, median ${versusFloor.medianPairFloors.toFixed(2)}).`,
+      '',
       `Per step (ms), at full load with ${options.concurrency} in flight and at the fixed rate of ${rate} logins/s:`,
       '',
       '| step | p50 full load | p99 full load | p50 at 50 % | p99 at 50 % |',
@@ -159,7 +254,7 @@ export async function qrLoginSection(
       ...stepRows,
     ].join('\n');
     const text = markdown;
-    return { text, markdown, main, floor, inFlight };
+    return { text, markdown, main, floor, versusFloor, inFlight };
   } finally {
     await deleteQrKeys(fixtures).catch(() => undefined);
   }
