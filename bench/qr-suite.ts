@@ -26,6 +26,24 @@ export interface QrSectionOptions {
   curve: boolean;
 }
 
+/** Logins a server must have answered before it is measured, however long they take (see {@link warmUp}). */
+const WARMUP_LOGINS = 1000;
+
+/**
+ * Warms a server up for `seconds`, then on until it has answered {@link WARMUP_LOGINS} logins. V8 optimises a
+ * function after enough calls, not after enough time: a warm-up of one second is 500 logins on a fast machine and 150
+ * on a slow one, which left the provider (far more code than the floor) measured half-optimised on slow hours. No
+ * warm-up at all when `seconds` is 0.
+ *
+ * @example
+ * await warmUp(generator, server.url, fixtures, 16, 1);
+ */
+async function warmUp(generator: LoadGenerator, url: string, fixtures: QrFixtures, concurrency: number, seconds: number): Promise<void> {
+  if (seconds <= 0) return;
+  const first = await generator.runQr(url, fixtures, { concurrency, durationSeconds: seconds });
+  if (first.logins < WARMUP_LOGINS) await generator.runQr(url, fixtures, { concurrency, logins: WARMUP_LOGINS - first.logins });
+}
+
 /**
  * Starts a fresh provider process, warms it up, then runs `plan` from the load generator's process and reads the
  * provider's CPU time around the measured run.
@@ -43,7 +61,7 @@ export async function measureQr(
 ): Promise<QrRun> {
   const server = await startCaseServer('qr-login', caseName, fixtures, placement);
   try {
-    if (warmupSeconds > 0) await generator.runQr(server.url, fixtures, { concurrency: plan.concurrency, durationSeconds: warmupSeconds });
+    await warmUp(generator, server.url, fixtures, plan.concurrency, warmupSeconds);
     const before = await server.cpuMicros();
     const figures = await generator.runQr(server.url, fixtures, plan);
     const cpu = (await server.cpuMicros()) - before;
@@ -78,7 +96,8 @@ export interface FloorComparison {
  * The provider's CPU per login in HTTP floors, robust to a machine whose speed drifts: a provider process and a floor
  * process run side by side (both pinned to the server CPU, only one under load at a time), are warmed up, then take
  * turns under the same load in short slices, the order swapped at every pair. Whatever slows the machine during the
- * run slows both alike, where two runs one after the other can differ by a third on a shared machine.
+ * run slows both alike, where two runs one after the other can differ by a third on a shared machine. Each process's
+ * CPU is read at the pairs' boundaries, not around its own slice, so work it defers past its slice still counts.
  *
  * @example
  * const comparison = await measureAgainstFloor(fixtures, 16, { pairs: 10, sliceSeconds: 1 }, placement, generator);
@@ -95,23 +114,33 @@ export async function measureAgainstFloor(
     const floor = await startCaseServer('qr-login', 'http-floor', fixtures, placement);
     try {
       const sides = [
-        { server: provider, cpu: 0, logins: 0, perLogin: 0 },
-        { server: floor, cpu: 0, logins: 0, perLogin: 0 },
+        { server: provider, cpu: 0, logins: 0 },
+        { server: floor, cpu: 0, logins: 0 },
       ];
-      for (const side of sides) await generator.runQr(side.server.url, fixtures, { concurrency, durationSeconds: slices.warmupSeconds });
+      for (const side of sides) await warmUp(generator, side.server.url, fixtures, concurrency, slices.warmupSeconds);
+      // Both processes' CPU is read at every pair's start and end, so what a server does after its slice (the garbage
+      // collector finishing, say) while the other one is under load is counted to it.
+      const cpuNow = () => Promise.all(sides.map((side) => side.server.cpuMicros()));
       const pairRatios: number[] = [];
+      let before = await cpuNow();
       for (let pair = 0; pair < slices.pairs; pair += 1) {
-        for (const side of pair % 2 === 0 ? sides : [...sides].reverse()) {
-          const before = await side.server.cpuMicros();
-          const figures = await generator.runQr(side.server.url, fixtures, { concurrency, durationSeconds: slices.sliceSeconds });
-          const cpu = (await side.server.cpuMicros()) - before;
-          const completed = figures.logins - figures.failures;
-          if (completed === 0 || figures.failures > 0) throw new Error(`${figures.failures} of ${figures.logins} logins failed in a slice`);
-          side.cpu += cpu;
-          side.logins += completed;
-          side.perLogin = cpu / completed;
+        const completed = [0, 0];
+        for (const index of pair % 2 === 0 ? [0, 1] : [1, 0]) {
+          const figures = await generator.runQr(sides[index]!.server.url, fixtures, { concurrency, durationSeconds: slices.sliceSeconds });
+          if (figures.logins === 0 || figures.failures > 0)
+            throw new Error(`${figures.failures} of ${figures.logins} logins failed in a slice`);
+          completed[index] = figures.logins;
         }
-        pairRatios.push(sides[0]!.perLogin / sides[1]!.perLogin);
+        if (pair === slices.pairs - 1) await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+        const after = await cpuNow();
+        const perLogin = sides.map((side, index) => {
+          const cpu = after[index]! - before[index]!;
+          side.cpu += cpu;
+          side.logins += completed[index]!;
+          return cpu / completed[index]!;
+        });
+        pairRatios.push(perLogin[0]! / perLogin[1]!);
+        before = after;
       }
       const sorted = [...pairRatios].sort((a, b) => a - b);
       const [mine, floorSide] = sides as [(typeof sides)[0], (typeof sides)[0]];
@@ -136,6 +165,8 @@ export async function measureAgainstFloor(
 
 /** Slice pairs of the provider-against-floor comparison: about 25 s of the run. */
 const FLOOR_PAIRS = 10;
+/** How long both servers are left idle after the last pair before their CPU is read, for work they deferred. */
+const SETTLE_MS = 250;
 
 function row(label: string, run: QrRun): string {
   const login = run.steps.find((step) => step.step === 'login');
