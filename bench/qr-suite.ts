@@ -100,7 +100,7 @@ export interface FloorComparison {
  * CPU is read at the pairs' boundaries, not around its own slice, so work it defers past its slice still counts.
  *
  * @example
- * const comparison = await measureAgainstFloor(fixtures, 16, { pairs: 10, sliceSeconds: 1 }, placement, generator);
+ * const comparison = await measureAgainstFloor(fixtures, 16, { pairs: 10, sliceSeconds: 1, warmupSeconds: 1 }, placement, generator);
  */
 export async function measureAgainstFloor(
   fixtures: QrFixtures,
@@ -128,7 +128,7 @@ export async function measureAgainstFloor(
         for (const index of pair % 2 === 0 ? [0, 1] : [1, 0]) {
           const figures = await generator.runQr(sides[index]!.server.url, fixtures, { concurrency, durationSeconds: slices.sliceSeconds });
           if (figures.logins === 0 || figures.failures > 0)
-            throw new Error(`${figures.failures} of ${figures.logins} logins failed in a slice`);
+            throw new Error(`a slice of the comparison with the floor had ${figures.failures} failed logins of ${figures.logins}`);
           completed[index] = figures.logins;
         }
         if (pair === slices.pairs - 1) await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
