@@ -74,8 +74,17 @@ describe('browser journeys through the demo', () => {
 
   /** Opens admin and checks the password alone does not show it: the portal asks for a second factor first. */
   async function openAdminWithSecondFactor(page: Page, username: string): Promise<void> {
-    await page.goto(t.url('admin'));
-    await page.waitForURL((url) => url.hostname === `auth.${t.domain}`);
+    const opened = await page.goto(t.url('admin'));
+    // The portal is reached by redirects, so the navigation has ended there or not at all: say where it ended instead.
+    if (new URL(page.url()).hostname !== `auth.${t.domain}`) {
+      const text = (
+        await page
+          .locator('body')
+          .innerText()
+          .catch(() => '')
+      ).slice(0, 300);
+      throw new Error(`admin did not send ${username} to the portal: at ${page.url()} (answer ${opened?.status()}): ${text}`);
+    }
     expect(secondFactorReturnTo(page.url())).toBe(t.url('admin'));
     expect(await page.locator('#reports').count()).toBe(0);
     apps[username] = await passSecondFactor(page, t.url('admin'), apps[username]);
