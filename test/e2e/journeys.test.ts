@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page, Response } from 'playwright-core';
 import { passSecondFactor, secondFactorReturnTo, type AuthenticatorApp } from '../helpers/authenticator-app';
 import { ARTIFACTS_DIR, decodeQrFromPage, launchChromium, screenshot } from '../helpers/browser';
 import { startDemoProcesses, type DemoProcesses } from '../helpers/demo';
@@ -50,19 +50,22 @@ describe('browser journeys through the demo', () => {
     return { context, page };
   }
 
+  /** Where a navigation ended, with its answer's status and the start of the page's text, for a failure message. */
+  async function whereItEnded(page: Page, answer: Response | null): Promise<string> {
+    const text = await page
+      .locator('body')
+      .innerText()
+      .catch(() => '');
+    return `at ${page.url()} (answer ${answer?.status()}): ${text.slice(0, 300)}`;
+  }
+
   async function passwordLogin(page: Page, username: string, password: string, returnTo: string): Promise<void> {
     const opened = await page.goto(returnTo);
     await page
       .waitForURL((url) => url.hostname.startsWith('auth.'))
       .catch(async (error: Error) => {
         // Say where the browser ended up instead of only that it timed out.
-        const text = (
-          await page
-            .locator('body')
-            .innerText()
-            .catch(() => '')
-        ).slice(0, 300);
-        throw new Error(`${returnTo} did not lead to the portal: at ${page.url()} (answer ${opened?.status()}): ${text}\n${error.message}`);
+        throw new Error(`${returnTo} did not lead to the portal: ${await whereItEnded(page, opened)}\n${error.message}`);
       });
     await page.getByLabel('Username').fill(username);
     await page.getByLabel('Password').fill(password);
@@ -77,13 +80,7 @@ describe('browser journeys through the demo', () => {
     const opened = await page.goto(t.url('admin'));
     // The portal is reached by redirects, so the navigation has ended there or not at all: say where it ended instead.
     if (new URL(page.url()).hostname !== `auth.${t.domain}`) {
-      const text = (
-        await page
-          .locator('body')
-          .innerText()
-          .catch(() => '')
-      ).slice(0, 300);
-      throw new Error(`admin did not send ${username} to the portal: at ${page.url()} (answer ${opened?.status()}): ${text}`);
+      throw new Error(`admin did not send ${username} to the portal: ${await whereItEnded(page, opened)}`);
     }
     expect(secondFactorReturnTo(page.url())).toBe(t.url('admin'));
     expect(await page.locator('#reports').count()).toBe(0);
