@@ -45,6 +45,8 @@ export function qrLoginProvider(options: QrLoginProviderOptions): Router {
   // Express enters a router through its `handle` (Express 4 and 5 alike). A request on one of the provider's paths
   // goes straight to its area's router, skipping a pass through this router's own stack: the same layers run, with
   // one router fewer per request. Any other path goes through this router's stack, so routes added to it still answer.
+  // The stack's own dispatcher above then only passes such paths on; it routes by itself only if an Express version
+  // ever entered a router without calling its `handle`, so the provider keeps working there, one router slower.
   const handleAsRouter = (router as unknown as RouterHandle).handle.bind(router);
   (router as unknown as RouterHandle).handle = function handle(req, res, next) {
     const area = providerArea(req.path);
