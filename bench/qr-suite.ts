@@ -27,13 +27,14 @@ export interface QrSectionOptions {
 }
 
 /** Logins a server must have answered before it is measured, however long they take (see {@link warmUp}). */
-const WARMUP_LOGINS = 1000;
+const WARMUP_LOGINS = 4000;
 
 /**
  * Warms a server up for `seconds`, then on until it has answered {@link WARMUP_LOGINS} logins. V8 optimises a
- * function after enough calls, not after enough time: a warm-up of one second is 500 logins on a fast machine and 150
- * on a slow one, which left the provider (far more code than the floor) measured half-optimised on slow hours. No
- * warm-up at all when `seconds` is 0.
+ * function after enough calls, not after enough time, and the provider is far more code than the floor: after 1,000
+ * logins its next three seconds still cost 1.3–1.6 times what it costs once settled (a fresh process measured in
+ * one-second slices, the same with five idle seconds between warm-up and slices, so it is the calls that count), where
+ * the floor settles within a second. After 3,000–4,000 logins the slices are flat. No warm-up at all when `seconds` is 0.
  *
  * @example
  * await warmUp(generator, server.url, fixtures, 16, 1);
