@@ -32,7 +32,7 @@ const WARMUP_LOGINS = 4000;
 /**
  * Warms a server up for `seconds`, then on until it has answered {@link WARMUP_LOGINS} logins. V8 optimises a
  * function after enough calls, not after enough time, and the provider is far more code than the floor: after 1,000
- * logins its next three seconds still cost 1.3–1.6 times what it costs once settled (a fresh process measured in
+ * logins its next three seconds still cost 1.2–1.6 times what it costs once settled (a fresh process measured in
  * one-second slices, the same with five idle seconds between warm-up and slices, so it is the calls that count), where
  * the floor settles within a second. After 3,000–4,000 logins the slices are flat. No warm-up at all when `seconds` is 0.
  *
