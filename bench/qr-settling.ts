@@ -15,7 +15,14 @@ const CONCURRENCY = 16;
 async function main(): Promise<void> {
   const [caseName = 'provider', warmUpArg = '4000', slicesArg = '12', idleArg = '0'] = process.argv.slice(2);
   if (caseName !== 'provider' && caseName !== 'http-floor') throw new Error(`case must be provider or http-floor, got ${caseName}`);
-  const [warmUpLogins, slices, idleMs] = [warmUpArg, slicesArg, idleArg].map(Number) as [number, number, number];
+  const [warmUpLogins, slices, idleMs] = [warmUpArg, slicesArg, idleArg].map((text, index) => {
+    const value = Number(text);
+    if (!Number.isInteger(value) || value < 0 || (index === 1 && value === 0))
+      throw new Error(
+        `${['warm-up logins', 'slices', 'idle ms'][index]} must be a whole number${index === 1 ? ' above 0' : ''}, got ${text}`,
+      );
+    return value;
+  }) as [number, number, number];
   const placement = await planPlacement(true);
   const generator = LoadGenerator.start(placement);
   const fixtures = qrFixtures(process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379');
