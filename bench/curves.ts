@@ -206,7 +206,7 @@ export async function runCurves(settings: LoadSettings, placement: Placement, ge
       const tokens = await Promise.all(
         Array.from({ length: 100 }, (_, index) =>
           new SignJWT({ scope: 'read' })
-            .setProtectedHeader({ alg: 'ES256', kid: `key-${index % count}`, typ: 'JWT' })
+            .setProtectedHeader({ alg: 'ES256', kid: `key-${index % count}`, typ: 'at+jwt' })
             .setIssuer(issuer)
             .setAudience(audience)
             .setSubject(`user-${index}`)

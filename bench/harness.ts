@@ -7,14 +7,20 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import type { Express } from 'express';
-import { preparingMiddleware } from '../lib/util/request-shape';
+import type Redis from 'ioredis';
+import { turnIntoDictionaries } from '../lib/util/request-shape';
+import type { DpopProofSpec } from './dpop-signer';
 import type { QrClientFigures, QrClientPlan, QrFixtures } from './qr-login';
 
 /**
- * What the kit's entry middlewares do first (`prepareForProperties`), as a middleware, for the "bare-prepared"
- * cases: bare Express with that one step, to tell the kit's own cost from the step's saving.
+ * What the kit's entry middlewares do first on Node 22 (`prepareForProperties`), as a middleware, for the
+ * "bare-prepared" cases: bare Express with that one step, on every Node version (the kit takes it only where it
+ * pays), so that each version's run shows what the step saves or costs there.
  */
-export const preparedRequests = preparingMiddleware;
+export const preparedRequests: import('express').RequestHandler = (req, res, next) => {
+  turnIntoDictionaries(req, res);
+  next();
+};
 
 /** One request of the load generator's rotation (autocannon's request shape). */
 export interface AutocannonRequest {
@@ -22,6 +28,8 @@ export interface AutocannonRequest {
   path?: string;
   headers?: Record<string, string>;
   body?: string;
+  /** Sign a fresh DPoP proof into the `DPoP` header each time this request is sent (a proof is single-use). */
+  dpop?: DpopProofSpec;
 }
 
 /** The settings every case of one run shares, so ratios compare like with like. */
@@ -49,6 +57,22 @@ export interface BenchCase<F = unknown> {
   app(fixtures: F): CaseApp | Promise<CaseApp>;
   /** Cycled through in order by every connection (e.g. 100 distinct tokens or session cookies). */
   requests(url: string, fixtures: F): AutocannonRequest[] | Promise<AutocannonRequest[]>;
+}
+
+/**
+ * Deletes a suite's keys (everything under its random prefix) from the machine's Redis, with SCAN, when the suite
+ * closes.
+ *
+ * @example
+ * await deleteByPrefix(client, 'ssobench:1a2b3c4d:');
+ */
+export async function deleteByPrefix(client: Redis, prefix: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
+    cursor = next;
+    if (keys.length > 0) await client.del(...keys);
+  } while (cursor !== '0');
 }
 
 /** A ratio the issue asks for: `numerator / denominator >= atLeast` on requests per second. */

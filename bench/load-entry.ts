@@ -4,6 +4,7 @@
  * time it spent. It does nothing else, so the server under test never shares a CPU or an event loop with it.
  */
 import { createRequire } from 'node:module';
+import { proofSigner } from './dpop-signer';
 import type { AutocannonRequest, LoadFigures, LoadMessage, Reply } from './harness';
 import { pacedLoad } from './paced-load';
 import { runQrClient } from './qr-login';
@@ -14,8 +15,10 @@ interface AutocannonOptions {
   connections: number;
   pipelining: number;
   duration: number;
-  requests?: AutocannonRequest[];
+  requests?: CannonRequest[];
 }
+/** A request as autocannon takes it: `setupRequest` runs before each send, to sign a new DPoP proof. */
+type CannonRequest = Omit<AutocannonRequest, 'dpop'> & { setupRequest?: (request: CannonRequest) => CannonRequest };
 interface AutocannonResult {
   requests: { total: number };
   latency: { p50: number; p99: number };
@@ -31,6 +34,15 @@ const autocannon = createRequire(__filename)('autocannon') as Autocannon;
 function cannon(options: AutocannonOptions): Promise<AutocannonResult> {
   return new Promise((resolve, reject) => {
     autocannon(options, (error, result) => (error ? reject(error) : resolve(result)));
+  });
+}
+
+/** The rotation as autocannon takes it: a request with a DPoP spec gets a fresh proof at every send. */
+function cannonRequests(requests: AutocannonRequest[]): CannonRequest[] {
+  return requests.map(({ dpop, ...request }) => {
+    if (dpop === undefined) return request;
+    const nextProof = proofSigner(dpop);
+    return { ...request, setupRequest: (current) => ({ ...current, headers: { ...current.headers, dpop: nextProof() } }) };
   });
 }
 
@@ -51,7 +63,7 @@ async function handle(message: Extract<LoadMessage, { type: 'run' }>): Promise<R
     connections: settings.connections,
     pipelining: settings.pipelining,
     duration: message.durationSeconds,
-    requests: message.requests,
+    requests: cannonRequests(message.requests),
   });
   const figures: LoadFigures = {
     total: result.requests.total,

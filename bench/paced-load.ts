@@ -1,4 +1,5 @@
 import { Agent, request as httpRequest } from 'node:http';
+import { proofSigner } from './dpop-signer';
 import type { AutocannonRequest, LoadFigures } from './harness';
 
 /**
@@ -24,10 +25,13 @@ export async function pacedLoad(
   const started = performance.now();
   const end = started + durationSeconds * 1000;
   const running: Promise<void>[] = [];
-  const fire = (scheduled: number, spec: AutocannonRequest) =>
+  // A DPoP proof is single-use: such a request gets a new one each time it is sent.
+  const signers = requests.map((spec) => (spec.dpop ? proofSigner(spec.dpop) : undefined));
+  const fire = (scheduled: number, spec: AutocannonRequest, nextProof: (() => string) | undefined) =>
     new Promise<void>((resolve) => {
+      const headers = nextProof ? { ...spec.headers, dpop: nextProof() } : (spec.headers ?? {});
       const req = httpRequest(
-        { host: url.hostname, port: url.port, method: spec.method ?? 'GET', path: spec.path ?? '/', headers: spec.headers ?? {}, agent },
+        { host: url.hostname, port: url.port, method: spec.method ?? 'GET', path: spec.path ?? '/', headers, agent },
         (res) => {
           res.resume();
           res.on('end', () => {
@@ -54,7 +58,7 @@ export async function pacedLoad(
     await new Promise((resolve) => (wait > 1 ? setTimeout(resolve, wait - 1) : setImmediate(resolve)));
     // Catch up on every request due by now (timers are coarser than the interval at high rates).
     while (started + sent * interval <= performance.now() && started + sent * interval < end) {
-      running.push(fire(started + sent * interval, requests[sent % requests.length]!));
+      running.push(fire(started + sent * interval, requests[sent % requests.length]!, signers[sent % requests.length]));
       sent += 1;
     }
   }

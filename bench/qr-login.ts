@@ -59,6 +59,7 @@ export function qrFixtures(redisUrl: string): QrFixtures {
       issuer: ISSUER,
       audience: 'phone-app',
       expiresIn: 7200,
+      header: { alg: 'HS256', typ: 'at+jwt' },
     }),
     appSecret: randomBytes(24).toString('base64url'),
     redirectUri: 'https://shop.example.test/callback/qr',

@@ -8,12 +8,16 @@ import { bearerCases } from './bearer';
 import type { BenchCase, CaseApp, Reply, ServerMessage } from './harness';
 import { listen } from './harness';
 import { curveCases } from './curves';
+import { dpopCases } from './dpop';
+import { eventsCases } from './events';
 import { qrCases } from './qr-login';
 import { sessionCases } from './sessions';
 
 const suites: Record<string, () => BenchCase[]> = {
   bearer: bearerCases,
+  dpop: dpopCases as () => BenchCase[],
   sessions: sessionCases,
+  events: eventsCases as () => BenchCase[],
   'qr-login': qrCases as () => BenchCase[],
   curves: curveCases as () => BenchCase[],
 };

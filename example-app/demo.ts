@@ -3,18 +3,19 @@
  * by Host, so the browser needs one address. Ctrl-C stops them all (and the Redis it started).
  *
  * Environment: PORT (the front door, default 8080; 0 picks a free one), HOST (default 127.0.0.1), DEMO_DOMAIN
- * (default sso.localhost), REDIS_URL, DEMO_REDIS (`embedded` or `memory`), DEMO_SECRET (default: a new one per
- * run), DEMO_PARTNER_DOMAIN (the partner app's own domain, default partner.localhost), DEMO_TLS_CERT and
+ * (default sso.localhost), REDIS_URL, DEMO_REDIS (`embedded` or `memory`), DEMO_SECRET (default: the one kept in
+ * DEMO_DATA_DIR, `.demo/` in the checkout, made on the first run), DEMO_PARTNER_DOMAIN (the partner app's own domain, default partner.localhost), DEMO_TLS_CERT and
  * DEMO_TLS_KEY (the front door serves https). See docs/portal-and-demo.md.
  */
-import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { MemoryStore } from 'express-sso-kit';
-import { DEMO_ACCOUNTS } from './common/accounts';
 import { origin, readDemoConfig, SITES, type DemoConfig, type SiteName } from './common/config';
 import { resolveDemoDomain } from './common/demo-dns';
 import { startSite, type SiteFactory } from './common/run-site';
+import { bannerLines } from './launcher/banner';
 import { provideRedis } from './launcher/demo-redis';
+import { demoSecret } from './launcher/demo-secret';
+import { startDocsSite } from './launcher/docs-process';
 import { startFrontDoor } from './launcher/front-door';
 import { spawnSite, type SiteProcess } from './launcher/site-processes';
 
@@ -33,31 +34,6 @@ const FACTORIES: Record<SiteName, () => Promise<SiteFactory>> = {
 // Every site by its public host name: `shop.<domain>`, and the partner on its own domain.
 const hostOf = (config: DemoConfig, site: SiteName) => new URL(origin(config, site)).hostname;
 
-function banner(config: DemoConfig, frontDoor: { port: number }, redis: { kind: string; url: string | undefined }, host: string): void {
-  const at = (site: SiteName, path = '/') => `${origin(config, site)}${path}`;
-  log('');
-  const store = redis.url ? `Redis ${redis.kind} at ${redis.url}` : 'no Redis: one process, in-memory store';
-  log(`express-sso-kit demo ready on ${host}:${frontDoor.port} (${store})`);
-  log('');
-  log(`  Login portal       ${at('auth', '/login')}`);
-  log(`  Your sessions      ${at('auth', '/sessions')}`);
-  log(`  Two-factor         ${at('auth', '/two-factor')}`);
-  log(`  Shop               ${at('shop')}`);
-  log(`  Admin              ${at('admin')}   (needs the admin role)`);
-  log(`  Notes API          ${at('api', '/notes')}`);
-  log(`  Identity provider  ${at('idp', '/.well-known/openid-configuration')}   (a corporate IdP the portal signs in with)`);
-  if (config.openidProvider) log(`  Partner app        ${at('partner')}   (another domain, signs in through the portal's OpenID Provider)`);
-  else log("  Partner app        off: the portal's OpenID Provider needs https, or http on *.localhost domains.");
-  log('');
-  log('  Accounts:');
-  for (const account of DEMO_ACCOUNTS) {
-    log(`    ${account.username.padEnd(6)} / ${account.password.padEnd(15)} roles: ${account.roles.join(', ') || '(none)'}`);
-  }
-  if (!config.qrLogin) log('  QR login is off: its URLs need https, or http on a *.localhost domain.');
-  log('');
-  log('  Ctrl-C stops every site.');
-}
-
 async function main(): Promise<void> {
   const env = process.env;
   const host = env.HOST || '127.0.0.1';
@@ -68,6 +44,7 @@ async function main(): Promise<void> {
   const mode = env.DEMO_REDIS === 'embedded' || env.DEMO_REDIS === 'memory' ? env.DEMO_REDIS : undefined;
   if (env.DEMO_REDIS && !mode) throw new TypeError(`DEMO_REDIS must be "embedded" or "memory", got "${env.DEMO_REDIS}"`);
 
+  const secret = demoSecret(env);
   const redis = await provideRedis({ ...(env.REDIS_URL ? { redisUrl: env.REDIS_URL } : {}), ...(mode ? { mode } : {}), log });
   const children: SiteProcess[] = [];
   const stops: Array<() => Promise<void>> = [() => redis.stop()];
@@ -89,7 +66,7 @@ async function main(): Promise<void> {
       DEMO_DOMAIN: domain,
       DEMO_SECURE: tls || env.DEMO_SECURE === '1' ? '1' : '0',
       DEMO_PUBLIC_PORT: String(frontDoor.port),
-      DEMO_SECRET: env.DEMO_SECRET || randomBytes(32).toString('base64url'),
+      DEMO_SECRET: secret.secret,
       DEMO_FRONT_DOOR_HOST: '127.0.0.1',
       ...(env.DEMO_PARTNER_DOMAIN ? { DEMO_PARTNER_DOMAIN: env.DEMO_PARTNER_DOMAIN } : {}),
       REDIS_URL: redis.url ?? '',
@@ -97,6 +74,7 @@ async function main(): Promise<void> {
       HOST: '127.0.0.1',
     };
     const config = readDemoConfig(siteEnv);
+    let portalPort = 0;
     if (redis.kind === 'memory') {
       // The documented fallback: every site in this process, sharing one in-memory store.
       const store = new MemoryStore();
@@ -110,6 +88,7 @@ async function main(): Promise<void> {
         const running = await startSite(site, await FACTORIES[site](), { config, store });
         stops.push(() => running.close());
         frontDoor.routeHost(hostOf(config, site), running.port);
+        if (site === 'auth') portalPort = running.port;
       }
     } else {
       for (const site of SITES) {
@@ -123,9 +102,20 @@ async function main(): Promise<void> {
         });
       }
       for (const child of children) frontDoor.routeHost(hostOf(config, child.site), await child.ready);
+      portalPort = await children.find((child) => child.site === 'auth')!.ready;
       for (const child of children) log(`[demo ] ${child.site} runs as process ${child.pid}`);
     }
-    banner(config, frontDoor, redis, host);
+    // The docs site (not Node), behind the front door's forward-auth to the portal, as Caddy does in the compose demo.
+    const docs = await startDocsSite(log);
+    if (docs) {
+      stops.push(() => docs.stop());
+      frontDoor.routeHost(`docs.${domain}`, docs.port, { forwardAuthPort: portalPort });
+      log(`[demo ] docs (python3) runs as process ${docs.pid}`);
+      void docs.exited.then((code) => {
+        if (!stopping) log(`The docs site stopped (${code}); the other sites go on.`);
+      });
+    }
+    for (const line of bannerLines({ config, host, port: frontDoor.port, redis, secret, env, docs: docs !== undefined })) log(line);
   } catch (error) {
     console.error(error instanceof Error ? error.message : error);
     await shutdown(1);

@@ -6,7 +6,7 @@
  */
 // Inside `namespace Express` below, a bare name means a member of that namespace first: passport declares
 // `Express.AuthInfo`, which would silently replace the kit's `AuthInfo` there. Hence the aliases.
-import type { SessionMeta, SessionUser as KitSessionUser, SsoRequestContext as KitSsoRequestContext } from './session';
+import type { ResumableForm, SessionMeta, SessionUser as KitSessionUser, SsoRequestContext as KitSsoRequestContext } from './session';
 import type { AuthInfo as KitAuthInfo } from './tokens';
 import type { OidcRequestContext as KitOidcRequestContext, OidcSessionState } from './oidc';
 import type { QrLoginSessionState } from './qr';
@@ -39,6 +39,7 @@ export type {
   SsoCsrfOptions,
   SsoSessionMiddleware,
   SsoSessionCacheOptions,
+  SsoSessionLimitOptions,
   SsoSessionCacheStatus,
   EstablishLoginOptions,
   RequireSessionOptions,
@@ -63,6 +64,7 @@ export type {
   RedirectPolicy,
   SessionCookieSettings,
   SsoRequestContext,
+  ResumableForm,
 } from './session';
 
 // Stores: the key-value port sessions and throttles live in, on Redis or in memory.
@@ -148,6 +150,14 @@ export {
   KeySourceUnavailableError,
   KeySourceUnavailable,
   RefreshTokenError,
+  DpopVerifier,
+  DpopError,
+  DPOP_ALGORITHMS,
+  DEFAULT_DPOP_ALGORITHMS,
+  jwkThumbprint,
+  dpopTargetUri,
+  tokenRequestProof,
+  dpopTokenError,
 } from './tokens';
 export type {
   RequireBearerOptions,
@@ -171,6 +181,7 @@ export type {
   TokenAuthentication,
   IdTokenInput,
   IssuedToken,
+  IssuedAccessToken,
   IssuedTokens,
   RedeemRefreshTokenInput,
   RefreshTokensOptions,
@@ -181,6 +192,16 @@ export type {
   TokenErrorReason,
   KeySourceFailure,
   RefreshTokenErrorReason,
+  DpopVerifierOptions,
+  DpopRequestFacts,
+  VerifiedDpopProof,
+  DpopNonceOptions,
+  DpopAlgorithm,
+  DpopErrorReason,
+  DpopErrorCode,
+  DpopMode,
+  RequireDpopOptions,
+  TokenRequestProofOptions,
 } from './tokens';
 
 // Access control: roles and permissions over a session user or a verified token.
@@ -200,6 +221,8 @@ export type {
 
 // Access control in one place: host/path/method rules, first match wins, closed by default.
 export { accessPolicy } from './access';
+export { forwardAuth } from './forward-auth';
+export type { ForwardAuthOptions, ForwardAuthAssertionOptions, IdentityHeaderNames, OriginalRequest } from './forward-auth';
 export type { AccessPolicyOptions, AccessPolicyLevel, AccessRule } from './access';
 
 // CORS preflight for cross-origin API calls with the session cookie.
@@ -219,6 +242,7 @@ export {
   oidcCallback,
   oidcContext,
   oidcLogout,
+  upstreamLogoutUrl,
   backchannelLogout,
   defaultClaimsToUser,
   rolesFromClaims,
@@ -275,29 +299,96 @@ export type {
   QrProviderTokens,
 } from './qr';
 
-// The login portal: password login pages, user directories, password hashes, login throttling.
+// Accounts: user directories (read-only from a file; writable on memory, the kit store or PostgreSQL), the password
+// policy with its common-password list and breach check, and single-use links for password reset and email verification.
+export {
+  fileUserDirectory,
+  memoryUserDirectory,
+  redisUserDirectory,
+  postgresUserDirectory,
+  postgresUserDirectorySql,
+  isWritableUserDirectory,
+  normalizeEmail,
+  passwordPolicy,
+  rangeBreachCheck,
+  BreachCheckUnavailableError,
+  AccountTokens,
+  accountAdmin,
+  accountAdminRoutes,
+} from './accounts';
+export type {
+  UserDirectory,
+  DirectoryUser,
+  UserRecord,
+  WritableUserDirectory,
+  ManagedUserDirectory,
+  Account,
+  NewAccount,
+  AccountSearch,
+  AccountPage,
+  CredentialVersionCondition,
+  SetEmailOptions,
+  FileUserDirectoryOptions,
+  MemoryUserDirectoryOptions,
+  RedisUserDirectoryOptions,
+  PostgresUserDirectoryOptions,
+  PasswordPolicy,
+  PasswordPolicyOptions,
+  PasswordContext,
+  PasswordRefusal,
+  PasswordRefusalCode,
+  PasswordVerdict,
+  BreachCheck,
+  BreachCheckResult,
+  RangeBreachCheckOptions,
+  AccountTokensOptions,
+  IssuedAccountToken,
+  AccountTokenCheck,
+  AccountTokenRefusal,
+  AccountAdmin,
+  AccountAdminOptions,
+  AccountAdminRoutesOptions,
+  AdminActor,
+} from './accounts';
+
+// Mail: the account messages through SMTP (nodemailer), from templates the app can replace.
+export { mailer, MailDeliveryError, DEFAULT_MAIL_TEMPLATES } from './mail';
+export type {
+  Mailer,
+  MailerOptions,
+  SmtpOptions,
+  SentMail,
+  MailBase,
+  MailData,
+  MailKind,
+  MailLink,
+  MailNotice,
+  MailTemplates,
+  RenderedMail,
+} from './mail';
+
+// The login portal: password login pages, password hashes, login throttling.
 export {
   loginPortal,
-  fileUserDirectory,
-  redisUserDirectory,
   hashPassword,
   verifyPasswordHash,
   parsePasswordHash,
   LoginThrottle,
   totpFactor,
   recoveryCodeFactor,
+  PasswordResetLinks,
+  passwordResetLinkSender,
 } from './portal';
 export type {
   LoginPortalOptions,
+  PortalAccountOptions,
+  AccountNoticeKind,
+  PasswordResetLinksOptions,
+  SendResetLink,
+  ResetLinkSent,
   PortalLoginLink,
   PortalTwoFactorOptions,
   SecondFactor,
-  UserDirectory,
-  DirectoryUser,
-  UserRecord,
-  ManagedUserDirectory,
-  FileUserDirectoryOptions,
-  RedisUserDirectoryOptions,
   ScryptParameters,
   ParsedPasswordHash,
   LoginThrottleOptions,
@@ -311,13 +402,16 @@ export type {
 } from './portal';
 
 // The portal as an OpenID Provider, for apps outside the parent domain.
-export { openidProvider } from './provider';
+export { openidProvider, endProviderAccess } from './provider';
 export type {
   OidcProviderInstance,
   OpenidProviderRouter,
   OpenidProviderOptions,
   ProviderClient,
+  ProviderClientJwks,
+  ProviderDpopMode,
   ProviderGrantType,
+  ProviderResource,
   ProviderSessions,
 } from './provider';
 
@@ -325,6 +419,36 @@ export type {
 export { PasskeyCeremonies, PasskeyVerificationError, passkeyMethods, passkeyOriginAllowed, passkeyUserHandle } from './credentials';
 export type { PasskeyAssertion, PasskeyCeremonyOptions, PasskeyRecords, PasskeyRefusal, PasskeyUser } from './credentials';
 export type { PortalPasskeyOptions } from './portal';
+
+// Security events: one vocabulary of every authentication and authorization decision, its sinks and its metrics.
+export { securityEvents, pinoSink, redisStreamSink, postgresEventSink, metricsHandler, requestIdOf, SECURITY_EVENT_TYPES } from './events';
+export type {
+  SecurityEvents,
+  SecurityEventsOptions,
+  SecurityEvent,
+  SecurityEventValue,
+  SecurityEventType,
+  SecurityEventTypeSpec,
+  SecurityEventOutcome,
+  SecurityEventReason,
+  SecurityEventFields,
+  SecurityEventFacts,
+  SecurityEventInput,
+  SecurityEventFactor,
+  SecurityEventSink,
+  SecurityEventHook,
+  SecurityEventSinkStatus,
+  SecurityEventStore,
+  SinkReporter,
+  DropReason,
+  PinoSinkOptions,
+  RedisStreamSinkOptions,
+  PostgresEventSinkOptions,
+  PostgresEventSink,
+  SecurityMetrics,
+  SessionCacheReading,
+  MetricsHandlerOptions,
+} from './events';
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
@@ -357,5 +481,7 @@ declare module 'express-session' {
     /** OIDC login transactions in flight, keyed by state (single use). */
     oidcTransactions: Record<string, string>;
     qrLogin: QrLoginSessionState;
+    /** A form posted to the portal that waits for a step-up (`requireSession`), sent on by the step-up page. */
+    stepUpResume: ResumableForm;
   }
 }

@@ -21,34 +21,46 @@ import {
   ssoSession,
   TokenService,
   type KeyValueStore,
+  type SecurityEvents,
   type LoginPortalOptions,
 } from 'express-sso-kit';
 import { demoDirectory } from '../common/accounts';
-import { origin, portalOidcClient, secretFor, sessionOptions, type DemoConfig } from '../common/config';
+import { origin, PORTAL_QR_APPID, portalOidcClient, secretFor, sessionOptions, type DemoConfig } from '../common/config';
 import { runSite } from '../common/run-site';
 import { portalProvider } from './portal-provider';
+import { demoPortalAccounts } from './portal-accounts';
 import { demoAccessPolicy } from '../common/access';
+import { mountForwardAuth } from './forward-auth-mount';
 
 /**
  * QR login on this site, both sides: the provider (the QR page, the phone's confirmation page, the token API)
  * and the relying app that starts a login and finishes it at `/callback/qr`. Returns the portal's link to it.
  */
-function mountQrLogin(app: Express, config: DemoConfig, store: KeyValueStore, keys: KeySet): LoginPortalOptions['qrLogin'] {
+function mountQrLogin(
+  app: Express,
+  config: DemoConfig,
+  store: KeyValueStore,
+  keys: KeySet,
+  events?: SecurityEvents,
+): LoginPortalOptions['qrLogin'] {
   const auth = origin(config, 'auth');
   const secret = secretFor(config, 'qr-app');
   const redirectUri = `${auth}/callback/qr`;
   // The phone app's tokens; QR access tokens live 7200 s (WeChat's expires_in), so revocations must too.
-  const tokens = new TokenService({ keys, issuer: auth, store, accessTokenLifetimeSeconds: 7200 });
+  const tokens = new TokenService({ keys, issuer: auth, store, accessTokenLifetimeSeconds: 7200, ...(events ? { events } : {}) });
   app.use(
     qrLoginProvider({
       store,
+      ...(events ? { events } : {}),
       apps: [
         {
-          appid: 'sso-portal',
+          appid: PORTAL_QR_APPID,
           secretHash: hashAppSecret(secret),
           name: 'SSO Demo Portal',
           redirectUris: [redirectUri],
           loginPageUrl: `${auth}/login`,
+          // The portal is its own QR provider: its QR logins come back as the directory's accounts (linkAccount).
+          releaseUserId: true,
         },
       ],
       users: demoDirectory(),
@@ -59,7 +71,7 @@ function mountQrLogin(app: Express, config: DemoConfig, store: KeyValueStore, ke
       openidSecret: secretFor(config, 'qr-openid'),
     }),
   );
-  const client = qrLogin({ providerUrl: auth, appid: 'sso-portal', secret, redirectUri });
+  const client = qrLogin({ providerUrl: auth, appid: PORTAL_QR_APPID, secret, redirectUri });
   app.get('/login/qr', client.login);
   app.get('/callback/qr', client.callback);
   return { href: '/login/qr', label: 'Scan a QR code' };
@@ -69,13 +81,15 @@ function mountQrLogin(app: Express, config: DemoConfig, store: KeyValueStore, ke
  * The auth site's app.
  *
  * @example
- * const auth = createAuth(readDemoConfig(process.env), new RedisStore(process.env.REDIS_URL!));
+ * const auth = await createAuth(readDemoConfig(process.env), new RedisStore(process.env.REDIS_URL!));
  */
-export function createAuth(config: DemoConfig, store: KeyValueStore): Express {
+export async function createAuth(config: DemoConfig, store: KeyValueStore, events?: SecurityEvents): Promise<Express> {
   const app = express();
   app.set('trust proxy', 'loopback, uniquelocal'); // the front door
   app.use(securityHeaders());
-  const sessions = ssoSession(sessionOptions(config, store));
+  const sessions = ssoSession(sessionOptions(config, store, events));
+  // The docs site's proxy asks here about each request, before the session middleware checks the sub-request itself.
+  mountForwardAuth(app, config, sessions);
   app.use(sessions);
   app.use(demoAccessPolicy(config));
   // The portal's signing keys: its token service and its OpenID Provider publish the same JWKS.
@@ -96,12 +110,16 @@ export function createAuth(config: DemoConfig, store: KeyValueStore): Express {
     }),
   );
   // QR login's URLs must be https, or http on a loopback name (the default sso.localhost); elsewhere it stays off.
-  const qr = config.qrLogin ? mountQrLogin(app, config, store, keys) : undefined;
+  const qr = config.qrLogin ? mountQrLogin(app, config, store, keys, events) : undefined;
   // One store of second factors: TOTP, recovery codes and passkeys.
   const credentials = new KeyValueCredentialStore(store);
+  // Password change, reset by email (read the mail at /demo-mail), address change, notices.
+  const { users, accounts } = await demoPortalAccounts(app, config, store);
   app.use(
     loginPortal({
-      users: demoDirectory(),
+      // In the store, so the admin site's account page can disable or remove an account.
+      users,
+      ...(accounts ? { accounts } : {}),
       store,
       throttle: { deviceTokenSecret: secretFor(config, 'device-tokens') },
       ...(qr ? { qrLogin: qr } : {}),

@@ -4,7 +4,7 @@
  */
 import { join } from 'node:path';
 import express, { type RequestHandler } from 'express';
-import type { SessionUser } from 'express-sso-kit';
+import { authenticationOf, type SessionUser } from 'express-sso-kit';
 import { origin, type DemoConfig } from './config';
 
 /**
@@ -46,7 +46,34 @@ export function demoLinks(config: DemoConfig): DemoLinks {
   };
 }
 
-const METHOD_LABELS: Record<string, string> = { password: 'a password', qr: 'a QR code', oidc: 'the Demo IdP (OpenID Connect)' };
+// What each factor of the session was (RFC 8176 `amr`), in the words of the page; `user` and `mfa` add nothing.
+const FACTOR_LABELS: Record<string, string> = {
+  pwd: 'a password',
+  otp: 'a one-time code',
+  hwk: 'a passkey',
+  swk: 'a passkey',
+  qr: 'a QR code',
+  ext: 'the Demo IdP (OpenID Connect)',
+};
+
+/**
+ * How the user signed in, every factor of the session: "a password and a one-time code", "a passkey".
+ *
+ * @example
+ * describeSignIn(req.user!); // 'a password and a one-time code'
+ */
+export function describeSignIn(user: SessionUser): string {
+  const labels = [...new Set(authenticationOf(user).amr.flatMap((method) => FACTOR_LABELS[method] ?? []))];
+  if (labels.length === 0) return user.method;
+  return labels.length === 1 ? labels[0]! : `${labels.slice(0, -1).join(', ')} and ${labels.at(-1)!}`;
+}
+
+/** Which account this is, when the sign-in was not the account's own (a linked identity, a QR login of its own). */
+function accountNote(user: SessionUser): string {
+  if (user.linkedFrom) return ' · the directory account your sign-in is linked to';
+  if (user.source.startsWith('qr:')) return " · an account of its own: the QR provider's pseudonymous id, linked to no directory account";
+  return '';
+}
 
 /**
  * The apps' stylesheet and script, served from `/assets`.
@@ -79,8 +106,8 @@ function whoIsSignedIn(user: SessionUser): string {
   return (
     `<section class="who" aria-labelledby="who-heading"><h2 id="who-heading" class="visually-hidden">Who is signed in</h2>` +
     `<p id="who" data-user-id="${escapeHtml(user.id)}" data-method="${escapeHtml(user.method)}">Signed in as <strong>${escapeHtml(user.name)}</strong>` +
-    ` with ${escapeHtml(METHOD_LABELS[user.method] ?? user.method)}.</p>` +
-    `<p class="meta">Account <code>${escapeHtml(user.id)}</code> · roles: ${user.roles.length ? escapeHtml(user.roles.join(', ')) : 'none'}</p>` +
+    ` with ${escapeHtml(describeSignIn(user))}.</p>` +
+    `<p class="meta">Account <code>${escapeHtml(user.id)}</code>${accountNote(user)} · roles: ${user.roles.length ? escapeHtml(user.roles.join(', ')) : 'none'}</p>` +
     '<form method="post" action="/logout"><button type="submit" class="secondary">Sign out everywhere</button></form></section>'
   );
 }

@@ -6,7 +6,7 @@
  */
 import { hkdfSync } from 'node:crypto';
 import { isIP } from 'node:net';
-import type { KeyValueStore, SsoSessionOptions } from 'express-sso-kit';
+import type { KeyValueStore, SecurityEvents, SsoSessionOptions } from 'express-sso-kit';
 import { demoDirectory } from './accounts';
 
 /**
@@ -92,7 +92,9 @@ export function readDemoConfig(env: NodeJS.ProcessEnv): DemoConfig {
   if (!/^rediss?:\/\//.test(redisUrl)) throw new TypeError(`REDIS_URL must start with redis:// or rediss://, got "${redisUrl}"`);
   const secret = env.DEMO_SECRET ?? '';
   if (secret.length < 32) {
-    throw new TypeError('DEMO_SECRET must be set to at least 32 characters, the same for every site (npm run demo makes one per run)');
+    throw new TypeError(
+      'DEMO_SECRET must be set to at least 32 characters, the same for every site (npm run demo keeps one in .demo/secret)',
+    );
   }
   const loopbackName = isLoopbackName(domain);
   const partner = partnerDomain(env.DEMO_PARTNER_DOMAIN || 'partner.localhost', domain);
@@ -122,6 +124,9 @@ export function origin(config: DemoConfig, site: SiteName): string {
   return `${scheme}://${host}${config.publicPort === defaultPort ? '' : `:${config.publicPort}`}`;
 }
 
+/** The portal's appid at its own QR provider. */
+export const PORTAL_QR_APPID = 'sso-portal';
+
 /**
  * A key for one purpose (session cookies, OIDC client secret, …), derived from the demo secret with HKDF-SHA-256
  * (RFC 5869), so no two purposes share a key and the sites need only one secret between them.
@@ -131,6 +136,18 @@ export function origin(config: DemoConfig, site: SiteName): string {
  */
 export function secretFor(config: DemoConfig, purpose: string): string {
   return Buffer.from(hkdfSync('sha256', config.secret, 'express-sso-kit demo', purpose, 32)).toString('hex');
+}
+
+/**
+ * The prefix of every key the demo's sites keep in Redis: `sso-demo:` and a fingerprint of the demo secret. What
+ * one secret sealed (an authenticator app's secret) or signed lives apart from what another did, so two checkouts
+ * sharing one Redis, or a secret made anew, never meet data they cannot open: each sees only its own.
+ *
+ * @example
+ * new RedisStore(config.redisUrl, { prefix: demoKeyPrefix(config) }); // 'sso-demo:3f9a1c0e:'
+ */
+export function demoKeyPrefix(config: DemoConfig): string {
+  return `sso-demo:${secretFor(config, 'redis-key-prefix').slice(0, 8)}:`;
 }
 
 /**
@@ -155,17 +172,35 @@ export function partnerOidcClient(config: DemoConfig): { clientId: string; clien
   return { clientId: 'partner', clientSecret: secretFor(config, 'partner-oidc-client') };
 }
 
+/** The scope that lets a client of the portal's OpenID Provider read the user's notes at the Notes API. */
+export const NOTES_READ_SCOPE = 'notes:read';
+
 /**
- * The session settings every site uses: the cookie on the parent domain, the login page on the auth site. The
- * demo identity provider signs in the directory's own accounts (its `sub` is a directory id), so `linkAccount`
- * makes its logins those accounts, with the directory's name and roles; a `sub` the directory does not know is
- * refused, and every other source (QR login included) stays an account of its own.
+ * The Notes API as a resource of the portal's OpenID Provider (RFC 8707): its indicator, the `aud` of the JWT access
+ * tokens the provider issues for it, and the scopes a client may hold there. The portal registers it, the api site
+ * accepts the provider's tokens for this audience only.
+ *
+ * @example
+ * openidProvider({ …, resources: [notesResource(config)] }); // { indicator: 'http://api.sso.localhost:8080/notes', … }
+ */
+export function notesResource(config: DemoConfig): { indicator: string; scopes: string[] } {
+  return { indicator: `${origin(config, 'api')}/notes`, scopes: [NOTES_READ_SCOPE] };
+}
+
+/**
+ * The session settings every site uses: the cookie on the parent domain, the login page on the auth site. One
+ * person has one account whatever the way in: the demo identity provider signs in the directory's own accounts (its
+ * `sub` is a directory id), and the portal is its own QR provider, which tells its own app the directory id of who
+ * confirmed (`releaseUserId`); `linkAccount` makes both logins those accounts, with the directory's name and roles.
+ * An id the directory does not know is refused, and every other source stays an account of its own (a QR login
+ * through someone else's provider is `qr:<provider>#<appid>|<openid>`, known only by its pseudonymous openid).
  *
  * @example
  * app.use(ssoSession(sessionOptions(config, store)));
  */
-export function sessionOptions(config: DemoConfig, store: KeyValueStore): SsoSessionOptions {
+export function sessionOptions(config: DemoConfig, store: KeyValueStore, events?: SecurityEvents): SsoSessionOptions {
   const demoIdp = `oidc:${origin(config, 'idp')}`;
+  const portalQr = `qr:${origin(config, 'auth')}#${PORTAL_QR_APPID}`;
   const users = demoDirectory();
   const defaultPort = config.secure ? 443 : 80;
   return {
@@ -176,9 +211,11 @@ export function sessionOptions(config: DemoConfig, store: KeyValueStore): SsoSes
     ...(config.secure ? {} : { allowInsecureLocalDevelopment: true }),
     allowedRedirectPorts: config.publicPort === defaultPort ? [] : [config.publicPort],
     defaultRedirectUrl: `${origin(config, 'shop')}/`,
+    ...(events ? { events } : {}),
     linkAccount: async (login) => {
-      if (login.source !== demoIdp) return undefined;
-      const account = await users.findById(login.subject);
+      if (login.source !== demoIdp && login.source !== portalQr) return undefined;
+      const directoryId = login.source === demoIdp ? login.subject : login.attributes?.user_id;
+      const account = typeof directoryId === 'string' ? await users.findById(directoryId) : null;
       if (!account) return null;
       return { source: users.source!, subject: account.id, name: account.name, roles: [...account.roles] };
     },

@@ -6,12 +6,13 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type Express, type Request, type Response } from 'express';
-import { RedisStore, type KeyValueStore } from 'express-sso-kit';
-import { readDemoConfig, type DemoConfig, type SiteName } from './config';
+import { RedisStore, type KeyValueStore, type SecurityEvents } from 'express-sso-kit';
+import { demoKeyPrefix, readDemoConfig, type DemoConfig, type SiteName } from './config';
 import { resolveDemoDomain } from './demo-dns';
+import { localMetrics, siteEvents } from './site-events';
 
-/** Builds one site's app. */
-export type SiteFactory = (config: DemoConfig, store: KeyValueStore) => Express | Promise<Express>;
+/** Builds one site's app; its decisions go to `events`. */
+export type SiteFactory = (config: DemoConfig, store: KeyValueStore, events?: SecurityEvents) => Express | Promise<Express>;
 
 /** A listening site. */
 export interface RunningSite {
@@ -20,12 +21,14 @@ export interface RunningSite {
   app: Express;
   server: Server;
   port: number;
+  /** The site's security events (stderr, and the Redis stream). */
+  events: SecurityEvents;
   close(): Promise<void>;
 }
 
 /**
- * Builds a site and listens: `/healthz` answers `{ status, site, store }` (503 while the store is down), then the
- * site's app.
+ * Builds a site and listens: `/healthz` answers `{ status, site, store }` (503 while the store is down),
+ * `/metrics` the site's Prometheus metrics to a direct scrape, then the site's app.
  *
  * @example
  * const shop = await startSite('shop', createShop, { config, store, port: 0 });
@@ -47,7 +50,9 @@ export async function startSite(
       res.status(503).set('Retry-After', '5').json({ status: 'unavailable', site, store: store.kind });
     }
   });
-  const app = await factory(options.config, store);
+  const events = siteEvents(site, options.config, store);
+  root.get('/metrics', localMetrics(events));
+  const app = await factory(options.config, store, events);
   app.disable('x-powered-by');
   root.use(app);
   const server = createServer(root);
@@ -60,11 +65,12 @@ export async function startSite(
     app,
     server,
     port: (server.address() as AddressInfo).port,
+    events,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
         server.close(() => resolve());
-      }),
+      }).then(() => events.close()),
   };
 }
 
@@ -78,7 +84,7 @@ export async function startSite(
 export function runSite(site: SiteName, factory: SiteFactory): void {
   const start = async () => {
     const config = readDemoConfig(process.env);
-    const store = new RedisStore(config.redisUrl, { prefix: 'sso-demo:' });
+    const store = new RedisStore(config.redisUrl, { prefix: demoKeyPrefix(config) });
     await store.ping().catch((error: unknown) => {
       throw new Error(`Redis at ${config.redisUrl} does not answer (${(error as Error).message})`, { cause: error });
     });
@@ -103,8 +109,13 @@ export function runSite(site: SiteName, factory: SiteFactory): void {
     };
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
-    // Started by `npm run demo` (with an IPC channel): stop when the launcher is gone, however it ended.
-    if (process.send) process.once('disconnect', stop);
+    // Started by `npm run demo` (with an IPC channel): stop when the launcher is gone, however it ended, also when
+    // it went while this site was still starting (a loaded machine, a launcher killed outright): the channel closed
+    // before anyone listened for it, and this site would otherwise run on alone.
+    if (process.send) {
+      if (process.connected) process.once('disconnect', stop);
+      else stop();
+    }
   };
   start().catch((error: unknown) => {
     console.error(`${site} did not start: ${error instanceof Error ? error.message : String(error)}`);

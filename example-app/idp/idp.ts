@@ -5,11 +5,12 @@
  */
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
-import { BadRequestError, errorHandler, LoginThrottle, type KeyValueStore } from 'express-sso-kit';
+import { errorHandler, LoginThrottle, type KeyValueStore, type SecurityEvents } from 'express-sso-kit';
 import { demoDirectory } from '../common/accounts';
 import { origin, portalOidcClient, secretFor, type DemoConfig } from '../common/config';
 import { runSite } from '../common/run-site';
-import { IDP_STYLESHEET, IDP_STYLESHEET_PATH, renderIdpLoginPage } from './idp-pages';
+import { idpGuards } from './idp-guards';
+import { IDP_RP_LOGOUT, IDP_STYLESHEET, IDP_STYLESHEET_PATH, idpNotFound, renderIdpError, renderIdpLoginPage } from './idp-pages';
 
 /**
  * The identity provider's app.
@@ -17,7 +18,7 @@ import { IDP_STYLESHEET, IDP_STYLESHEET_PATH, renderIdpLoginPage } from './idp-p
  * @example
  * const idp = await createIdp(readDemoConfig(process.env), new RedisStore(process.env.REDIS_URL!));
  */
-export async function createIdp(config: DemoConfig, store: KeyValueStore): Promise<Express> {
+export async function createIdp(config: DemoConfig, store: KeyValueStore, events?: SecurityEvents): Promise<Express> {
   const { default: Provider } = await import('oidc-provider');
   const users = demoDirectory();
   const throttle = new LoginThrottle(store, { namespace: 'idp-login-throttle', deviceTokenSecret: secretFor(config, 'idp-device-tokens') });
@@ -45,7 +46,8 @@ export async function createIdp(config: DemoConfig, store: KeyValueStore): Promi
     cookies: { keys: [secretFor(config, 'idp-cookies')] },
     conformIdTokenClaims: false,
     claims: { openid: ['sub'], profile: ['name', 'preferred_username'] },
-    features: { devInteractions: { enabled: false }, backchannelLogout: { enabled: true }, rpInitiatedLogout: { enabled: true } },
+    features: { devInteractions: { enabled: false }, backchannelLogout: { enabled: true }, rpInitiatedLogout: IDP_RP_LOGOUT },
+    renderError: renderIdpError,
     issueRefreshToken: async (_ctx, registered) => registered.grantTypeAllowed('refresh_token'),
     // A first-party client: the requested scopes are granted without a consent screen.
     loadExistingGrant: async (ctx) => {
@@ -64,32 +66,11 @@ export async function createIdp(config: DemoConfig, store: KeyValueStore): Promi
     interactions: { url: async (_ctx, interaction) => `/interaction/${interaction.uid}` },
   });
   provider.proxy = true; // behind the front door, which sets X-Forwarded-Proto
+  provider.use(idpNotFound);
 
   const app = express();
   app.set('trust proxy', 'loopback, uniquelocal');
-  // oidc-provider builds its URLs from the Host (and, behind a proxy, X-Forwarded-Host): only the provider's own
-  // public host reaches it, as the front door guarantees, and a forwarded host is never taken.
-  const ownHost = new URL(origin(config, 'idp')).host;
-  app.use(function onlyOwnHost(req: Request, _res: Response, next: NextFunction) {
-    delete req.headers['x-forwarded-host'];
-    next(
-      req.headers.host?.toLowerCase() === ownHost
-        ? undefined
-        : new BadRequestError({ code: 'unknown_host', detail: 'This is not a host of the identity provider.' }),
-    );
-  });
-  // The login form posts here; the provider then redirects to the portal's callback, which redirects on to the
-  // page the user came from. Chrome checks form-action on that whole redirect chain, so the domain's sites are listed.
-  const relyingParties = auth.replace('//auth.', '//*.');
-  app.use(function idpPageHeaders(_req: Request, res: Response, next: NextFunction) {
-    res.setHeader(
-      'Content-Security-Policy',
-      `default-src 'self'; style-src 'self'; script-src 'self'; form-action 'self' ${relyingParties}; frame-ancestors 'none'; base-uri 'none'; object-src 'none'`,
-    );
-    res.setHeader('X-Content-Type-Options', 'nosniff');
-    res.setHeader('Referrer-Policy', 'same-origin');
-    next();
-  });
+  app.use(idpGuards(origin(config, 'idp'), auth));
   app.get(IDP_STYLESHEET_PATH, function idpStylesheet(_req: Request, res: Response) {
     res.type('text/css').set('Cache-Control', 'public, max-age=3600').send(IDP_STYLESHEET);
   });
@@ -137,7 +118,7 @@ export async function createIdp(config: DemoConfig, store: KeyValueStore): Promi
   );
   app.use(provider.callback());
   // The interaction routes' own failures (an unknown or expired interaction is a 400 of oidc-provider).
-  app.use(errorHandler({ html: true, homeUrl: `${auth}/login`, stylesheetUrl: IDP_STYLESHEET_PATH }));
+  app.use(errorHandler({ html: true, homeUrl: `${auth}/login`, stylesheetUrl: IDP_STYLESHEET_PATH, ...(events ? { events } : {}) }));
   return app;
 }
 

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { pathToFileURL } from 'node:url';
 import type { SiteName } from '../common/config';
+import { stopChild } from './stop-child';
 
 /** A site's running process. */
 export interface SiteProcess {
@@ -66,12 +67,6 @@ export function spawnSite(site: SiteName, env: Record<string, string>, log: (lin
     pid: child.pid ?? -1,
     ready,
     exited,
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-      child.kill('SIGTERM');
-      await exited;
-      clearTimeout(timer);
-    },
+    stop: () => stopChild(child, exited),
   };
 }

@@ -2,13 +2,24 @@
  * The partner site: another organisation's app on a domain of its own (`partner.localhost` by default), which the
  * parent-domain cookie never reaches. It signs users in through the portal's OpenID Provider with the kit's own
  * relying party (`oidc()`), keeps a session of its own (its own cookie on its own domain), and is signed out by
- * back-channel when the portal session ends.
+ * back-channel when the portal session ends. "Read my notes" (/notes) calls the demo's Notes API with the user's
+ * access token from the portal's provider.
  */
 import express, { type Express, type Request, type Response } from 'express';
-import { errorHandler, notFound, oidc, requireSession, securityHeaders, ssoSession, type KeyValueStore } from 'express-sso-kit';
+import {
+  errorHandler,
+  notFound,
+  oidc,
+  requireSession,
+  securityHeaders,
+  ssoSession,
+  type KeyValueStore,
+  type SecurityEvents,
+} from 'express-sso-kit';
 import { appAssets } from '../common/app-pages';
-import { origin, partnerOidcClient, secretFor, type DemoConfig } from '../common/config';
+import { NOTES_READ_SCOPE, origin, partnerOidcClient, secretFor, type DemoConfig } from '../common/config';
 import { runSite } from '../common/run-site';
+import { readMyNotes } from './partner-notes';
 import { renderPartnerOffPage, renderPartnerPage, renderPartnerSignedOutPage } from './partner-pages';
 
 /**
@@ -17,7 +28,7 @@ import { renderPartnerOffPage, renderPartnerPage, renderPartnerSignedOutPage } f
  * @example
  * const partner = createPartner(readDemoConfig(process.env), new RedisStore(process.env.REDIS_URL!));
  */
-export function createPartner(config: DemoConfig, store: KeyValueStore): Express {
+export function createPartner(config: DemoConfig, store: KeyValueStore, events?: SecurityEvents): Express {
   const partner = origin(config, 'partner');
   const portal = origin(config, 'auth');
   const app = express();
@@ -42,6 +53,7 @@ export function createPartner(config: DemoConfig, store: KeyValueStore): Express
       cookieName: 'partner.sid',
       sessionPrefix: 'partner-sess:',
       secret: secretFor(config, 'partner-sessions'),
+      ...(events ? { events } : {}),
       loginUrl: `${partner}/login/portal`,
       defaultRedirectUrl: `${partner}/`,
       allowedRedirectPorts: config.publicPort === defaultPort ? [] : [config.publicPort],
@@ -55,11 +67,13 @@ export function createPartner(config: DemoConfig, store: KeyValueStore): Express
       issuer: portal,
       ...partnerOidcClient(config),
       baseUrl: partner,
-      scopes: ['openid', 'profile'],
+      // notes:read: its access token is for the Notes API (the provider's resource), which it calls for the user.
+      scopes: ['openid', 'profile', NOTES_READ_SCOPE],
       idTokenSigningAlg: 'ES256',
       rolesClaim: 'roles',
-      // The provider releases profile claims at userinfo, not in the ID token (OpenID Connect Core §5.4).
-      fetchUserinfo: true,
+      // Its access token is for the Notes API, which userinfo does not accept: the provider then puts the profile
+      // claims (name, roles) in the ID token instead (OpenID Connect Core §5.4).
+      fetchUserinfo: false,
       postLogoutRedirectUri: `${partner}/signed-out`,
       store,
       ...(config.secure ? {} : { allowInsecureLocalDevelopment: true }),
@@ -68,6 +82,7 @@ export function createPartner(config: DemoConfig, store: KeyValueStore): Express
   app.get('/', requireSession(), function partnerHome(req: Request, res: Response) {
     res.set('Cache-Control', 'no-store').type('html').send(renderPartnerPage(req.user!, portal));
   });
+  app.get('/notes', requireSession(), readMyNotes(config));
   app.get('/me', requireSession(), function currentUser(req: Request, res: Response) {
     const { id, name, roles, method } = req.user!;
     res.set('Cache-Control', 'no-store').json({ id, name, roles, method });

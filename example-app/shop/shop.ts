@@ -1,13 +1,23 @@
 /**
  * The shop: an app of the domain that only shows its pages to signed-in users. One login at the auth site and the
- * shop knows who you are, through the shared session in Redis; signing out here signs you out everywhere.
+ * shop knows who you are, through the shared session in Redis; "Sign out everywhere" here ends every session of the
+ * user, on every app and in every browser (and the identity provider's, when the login came through it).
  */
-import express, { type Express, type NextFunction, type Request, type Response } from 'express';
-import { errorHandler, logout, notFound, requireSession, securityHeaders, ssoSession, type KeyValueStore } from 'express-sso-kit';
+import express, { type Express, type Request, type Response } from 'express';
+import {
+  errorHandler,
+  notFound,
+  requireSession,
+  securityHeaders,
+  ssoSession,
+  type KeyValueStore,
+  type SecurityEvents,
+} from 'express-sso-kit';
 import { appAssets, demoLinks, renderAppPage } from '../common/app-pages';
 import { origin, sessionOptions, type DemoConfig } from '../common/config';
 import { runSite } from '../common/run-site';
 import { demoAccessPolicy } from '../common/access';
+import { appFormTargets, signOutEverywhere } from '../common/sign-out';
 
 /**
  * The shop's app.
@@ -15,20 +25,21 @@ import { demoAccessPolicy } from '../common/access';
  * @example
  * const shop = createShop(readDemoConfig(process.env), new RedisStore(process.env.REDIS_URL!));
  */
-export function createShop(config: DemoConfig, store: KeyValueStore): Express {
+export function createShop(config: DemoConfig, store: KeyValueStore, events?: SecurityEvents): Express {
   const links = demoLinks(config);
   const app = express();
   app.set('trust proxy', 'loopback, uniquelocal'); // the front door
-  // The kit's strict policy, plus what this page does: read notes from the api site; sign-out ends at the portal.
+  // The kit's strict policy, plus what this page does: read notes from the api site; forms go to the portal, and
+  // signing out may go on to the identity provider's end-session page.
   app.use(
     securityHeaders({
       contentSecurityPolicy: {
-        directives: { connectSrc: ["'self'", origin(config, 'api')], formAction: ["'self'", origin(config, 'auth')] },
+        directives: { connectSrc: ["'self'", origin(config, 'api')], formAction: appFormTargets(config) },
       },
     }),
   );
   app.use('/assets', appAssets());
-  app.use(ssoSession(sessionOptions(config, store)));
+  app.use(ssoSession(sessionOptions(config, store, events)));
   app.use(demoAccessPolicy(config));
 
   app.get('/', requireSession(), function shopPage(req: Request, res: Response) {
@@ -42,9 +53,7 @@ export function createShop(config: DemoConfig, store: KeyValueStore): Express {
     const { id, name, roles, method } = req.user!;
     res.set('Cache-Control', 'no-store').json({ id, name, roles, method });
   });
-  app.post('/logout', function signOutEverywhere(req: Request, res: Response, next: NextFunction) {
-    logout(req, res).then(() => res.redirect(303, `${origin(config, 'auth')}/login`), next);
-  });
+  app.post('/logout', signOutEverywhere(config));
   app.use(notFound());
   app.use(errorHandler({ html: true, homeUrl: links.shop, stylesheetUrl: '/assets/app.css' }));
   return app;

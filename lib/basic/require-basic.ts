@@ -1,4 +1,7 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { EVENTS_OPTION, eventsFor, eventsOption } from '../events/event-source';
+import type { SecurityEvents } from '../events/security-events';
+import { signInAttempt } from '../events/sign-in-attempt';
 import { BadRequestError, ForbiddenError, ServiceUnavailableError, UnauthorizedError } from '../http/errors';
 import { checkRequestOrigin, compileAllowedOrigins, csrfError, isSafeMethod, originFactsOf } from '../session/csrf-guard';
 import { identityId, sourceProblem } from '../session/identity';
@@ -30,6 +33,12 @@ export interface RequireBasicOptions {
    * browser's request from another origin is refused (403 `csrf_origin`). Default none.
    */
   allowedOrigins?: readonly string[];
+  /**
+   * Where each check is recorded (`signin.succeeded`/`signin.failed` with method `basic`, `csrf.refused`). Default
+   * the events of `ssoSession` when it runs before; none otherwise. A request without credentials (a browser's
+   * first, which the challenge answers) is no attempt and is not recorded.
+   */
+  events?: SecurityEvents;
 }
 
 const REALM = /^[\x20-\x7e]+$/;
@@ -101,7 +110,9 @@ export function requireBasic(options: RequireBasicOptions): RequestHandler {
     source: { type: 'string', check: (value: string) => sourceProblem(value) },
     allowInsecureLocalDevelopment: { type: 'boolean' },
     allowedOrigins: { type: 'string[]', expected: 'an array of origins like "https://admin.example.test"' },
+    events: EVENTS_OPTION,
   });
+  const ownEvents = eventsOption('requireBasic', options.events);
   const { verify, realm = 'Restricted', source = 'basic:credentials', allowInsecureLocalDevelopment = false } = options;
   if (allowInsecureLocalDevelopment) {
     refuseInProduction('requireBasic');
@@ -129,7 +140,7 @@ export function requireBasic(options: RequireBasicOptions): RequestHandler {
     if (!isSafeMethod(req.method) && isBrowserRequest(req)) {
       const refusal = checkRequestOrigin(originFactsOf(req), allowedOrigins);
       if (refusal !== undefined) {
-        next(csrfError(refusal, req, 'requireBasic'));
+        next(csrfError(refusal, req, 'requireBasic', ownEvents));
         return;
       }
     }
@@ -138,7 +149,9 @@ export function requireBasic(options: RequireBasicOptions): RequestHandler {
       next(unauthorized('credentials_required', 'Basic credentials are required.'));
       return;
     }
+    const attempt = signInAttempt(req, eventsFor(req, ownEvents), 'basic', { provider: source });
     if (parsed.kind === 'malformed') {
+      attempt.failed('invalid_request');
       next(new BadRequestError({ code: 'invalid_basic_credentials', detail: parsed.reason }));
       return;
     }
@@ -146,6 +159,7 @@ export function requireBasic(options: RequireBasicOptions): RequestHandler {
     try {
       user = await verify(parsed.username, parsed.password, req);
     } catch (error) {
+      attempt.failed(undefined);
       // An outage fails closed as 503 even under Express's default handler, never as "wrong password".
       next(
         error instanceof StoreUnavailableError
@@ -160,6 +174,7 @@ export function requireBasic(options: RequireBasicOptions): RequestHandler {
     }
     if (!user) {
       debug('refused %s: the user name or password is wrong', req.method);
+      attempt.failed('bad_credentials', { username: parsed.username });
       next(unauthorized('invalid_credentials', 'The user name or password is wrong.'));
       return;
     }
@@ -169,6 +184,7 @@ export function requireBasic(options: RequireBasicOptions): RequestHandler {
       next(error);
       return;
     }
+    attempt.succeeded({ username: parsed.username });
     next();
   };
 }

@@ -77,6 +77,17 @@ function quoted(value: string): string {
 }
 
 /**
+ * Whether a request is a CORS preflight: `OPTIONS` with `Origin` and `Access-Control-Request-Method`, as the Fetch
+ * standard sends it (and as {@link corsPreflight} answers it).
+ *
+ * @example
+ * if (isCorsPreflight(req)) return next();
+ */
+export function isCorsPreflight(req: Pick<Request, 'method' | 'headers'>): boolean {
+  return req.method === 'OPTIONS' && req.headers.origin !== undefined && req.headers['access-control-request-method'] !== undefined;
+}
+
+/**
  * CORS for the apps of one parent domain, on the `cors` package with checks it lacks: origins are compiled and
  * validated once, a refused preflight (origin, method or a header not allowed) answers 403 problem+json without
  * CORS headers (a preflight answer outside 200–299 fails the Fetch standard's CORS-preflight fetch) instead of a
@@ -128,8 +139,7 @@ export function corsPreflight(options: CorsPreflightOptions): RequestHandler {
     res.vary('Origin');
     const origin = req.headers.origin;
     const requestedMethod = req.headers['access-control-request-method'];
-    const isPreflight = req.method === 'OPTIONS' && origin !== undefined && requestedMethod !== undefined;
-    if (!isPreflight) {
+    if (origin === undefined || requestedMethod === undefined || !isCorsPreflight(req)) {
       if (origin === undefined) {
         next();
         return;

@@ -41,7 +41,7 @@ const OPTIONS: OptionSchema = {
 const OUTAGE_STATES = /^(08|53|57P)/;
 
 /** True when a `pg` error means PostgreSQL is unreachable or shutting down: the kit answers 503. */
-function isPostgresOutage(error: unknown): boolean {
+export function isPostgresOutage(error: unknown): boolean {
   // Not `instanceof Error`: socket errors may come from another realm (a test runner's VM context).
   if (typeof error !== 'object' || error === null) return false;
   const code = (error as { code?: unknown }).code;

@@ -1,7 +1,8 @@
 import { Secret, TOTP } from 'otpauth';
+import { debugChannel } from '../util/debug';
 import { checkOptions, OptionsError, type OptionSchema } from '../util/options';
-import type { CredentialStore } from './credential-store';
-import type { SecretSealer } from './secret-sealer';
+import type { CredentialStore, StoredTotp } from './credential-store';
+import { SealedSecretError, type SecretSealer } from './secret-sealer';
 
 /** Options of {@link TotpAuthenticator}. */
 export interface TotpAuthenticatorOptions {
@@ -28,12 +29,16 @@ const DIGITS = 6;
 const WINDOW = 1;
 const CODE = /^[0-9]{6}$/;
 
+const debug = debugChannel('credentials');
+
 /**
  * TOTP (RFC 6238: SHA-1, 6 digits, 30 s, the parameters every authenticator app reads) over a
  * {@link CredentialStore}. A code is accepted within one step either side, and only once: its time step must move
  * the user's last accepted step forward (`advanceTotpStep`, atomic), so a replayed or an older code fails even
- * when two requests race. Secrets are sealed before they reach the store. Throttling is the caller's (the
- * portal's factor throttle).
+ * when two requests race. Secrets are sealed before they reach the store. An enrolment whose sealed secret no
+ * longer opens (its sealing key lost, or dropped from the previous keys) counts as none: `isEnrolled` is false and
+ * `verify` answers `not_enrolled`, so the user can set an app up again after signing in with a password, instead of
+ * being asked for a code nobody can check. Throttling is the caller's (the portal's factor throttle).
  *
  * @example
  * const totp = new TotpAuthenticator({ credentials, sealer, issuer: 'Example Corp' });
@@ -80,8 +85,8 @@ export class TotpAuthenticator {
   /** Checks a code of the user's enrolled app: `accepted` at most once per time step. */
   async verify(userId: string, code: string, nowMillis = Date.now()): Promise<TotpCheck> {
     const stored = await this.credentials.getTotp(userId);
-    if (stored === undefined) return 'not_enrolled';
-    const secret = this.sealer.open(userId, stored.sealedSecret);
+    const secret = this.openSecret(userId, stored);
+    if (stored === undefined || secret === undefined) return 'not_enrolled';
     const step = this.matchingStep(secret, code, nowMillis);
     if (step === undefined) return 'rejected';
     // The step moves forward only once: a replay, or an older code after a newer one, is refused here.
@@ -100,9 +105,25 @@ export class TotpAuthenticator {
     return this.credentials.removeTotp(userId);
   }
 
-  /** Whether the user has an enrolled authenticator app. */
+  /** Whether the user has an enrolled authenticator app whose secret opens with the configured keys. */
   async isEnrolled(userId: string): Promise<boolean> {
-    return (await this.credentials.getTotp(userId)) !== undefined;
+    return this.openSecret(userId, await this.credentials.getTotp(userId)) !== undefined;
+  }
+
+  /** The stored secret, opened; undefined when none is stored or it does not open (then it counts as no enrolment). */
+  private openSecret(userId: string, stored: StoredTotp | undefined): string | undefined {
+    if (stored === undefined) return undefined;
+    try {
+      return this.sealer.open(userId, stored.sealedSecret);
+    } catch (error) {
+      if (!(error instanceof SealedSecretError)) throw error;
+      // The record stays: should the key come back (put back into the previous keys), so does the enrolment.
+      debug(
+        'an authenticator app does not open with the configured sealing keys (its key was lost or dropped from ' +
+          'previousSealingKeys, or the record was altered): it counts as not set up, and its user sets it up again',
+      );
+      return undefined;
+    }
   }
 
   private totp(secret: string, label = 'user'): TOTP {

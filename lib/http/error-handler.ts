@@ -1,4 +1,8 @@
 import type { ErrorRequestHandler, NextFunction, Request, Response } from 'express';
+import { EVENTS_OPTION, eventsFor, eventsOption } from '../events/event-source';
+import { networkOf, requestIdOf } from '../events/request-facts';
+import { printable } from '../events/security-event';
+import type { SecurityEvents } from '../events/security-events';
 import { checkOptions } from '../util/options';
 import { HttpError } from './errors';
 import { redactCredentials } from '../util/debug';
@@ -13,13 +17,20 @@ export { toHttpError } from './to-http-error';
 export interface ErrorHandlerOptions {
   /**
    * Receives every error with status ≥ 500 (and nothing else) for logging. The entry holds no query string and no
-   * path segment that may be a credential (see {@link ErrorLogEntry}). Default: one line on `console.error`;
-   * `false` turns logging off.
+   * path segment that may be a credential (see {@link ErrorLogEntry}). Default: the error becomes a security event
+   * (`store.unavailable` or `error.internal`) when there are events, else one line on `console.error` with the time,
+   * the request id, the user and the network; `false` turns the line off (events are still recorded).
    */
   log?: ((entry: ErrorLogEntry) => void) | false;
   /**
-   * When true, a browser navigation (a GET whose Accept prefers HTML) gets a small HTML page instead of
-   * problem+json, with a link back to `homeUrl`. Default false.
+   * Where 5xx answers are recorded as events. Default the events of the session (`ssoSession({ events })`) or of
+   * the kit middleware that refused the request.
+   */
+  events?: SecurityEvents;
+  /**
+   * When true, a browser gets a small HTML page instead of problem+json, with a link back to `homeUrl`: a navigation
+   * (a GET whose Accept prefers HTML) and a form it posted (a POST with a form's body type whose Accept prefers HTML).
+   * Default false.
    */
   html?: boolean;
   /** Where the HTML error page's "back" link points. Default `/`. */
@@ -35,6 +46,14 @@ export interface ErrorHandlerOptions {
 
 /** What {@link ErrorHandlerOptions.log} receives. Nothing in it is a code, token, state, cookie or password. */
 export interface ErrorLogEntry {
+  /** When the error was answered, ISO-8601 UTC. */
+  time: string;
+  /** The request's id (`requestIdOf`), also in the problem body as `request_id`. */
+  requestId: string;
+  /** The signed-in user, when there is one. */
+  userId?: string;
+  /** The client's network (IPv4 /32, IPv6 /64). */
+  network?: string;
   status: number;
   code: string;
   name: string;
@@ -50,26 +69,65 @@ export interface ErrorLogEntry {
   route?: string;
 }
 
+// What an HTML form can send (its enctypes); a script's JSON or other body is an API call, whatever it accepts.
+const FORM_TYPES = ['application/x-www-form-urlencoded', 'multipart/form-data', 'text/plain'];
+
+/**
+ * A browser showing the answer as a page: a navigation (GET), or a form it posted (POST with a form's body type),
+ * preferring HTML to JSON. Such a browser gets the error as a page, not a JSON document printed on the screen.
+ */
 function wantsHtml(req: Request): boolean {
-  return req.method === 'GET' && req.accepts(['application/json', 'application/problem+json', 'text/html']) === 'text/html';
+  const browserRequest = req.method === 'GET' || (req.method === 'POST' && (!req.headers['content-type'] || req.is(FORM_TYPES) !== false));
+  return browserRequest && req.accepts(['application/json', 'application/problem+json', 'text/html']) === 'text/html';
 }
 
 function defaultLog(entry: ErrorLogEntry): void {
-  console.error(`[express-sso-kit] ${entry.status} ${entry.code} ${entry.method} ${entry.path}: ${entry.name}: ${entry.message}`);
+  const who = [
+    `request ${entry.requestId}`,
+    ...(entry.userId ? [`user ${entry.userId}`] : []),
+    ...(entry.network ? [`from ${entry.network}`] : []),
+  ];
+  console.error(
+    `[express-sso-kit] ${entry.time} ${entry.status} ${entry.code} ${entry.method} ${entry.path} (${who.join(', ')}): ${entry.name}: ${entry.message}`,
+  );
 }
 
 function logEntry(problem: HttpError, req: Request): ErrorLogEntry {
   const cause = problem.status === 500 && problem.cause instanceof Error ? problem.cause : problem;
   const route = routePattern(req);
+  const address = req.ip ?? req.socket?.remoteAddress;
+  const userId = req.user?.id;
   return {
+    time: new Date().toISOString(),
+    requestId: requestIdOf(req),
+    ...(userId !== undefined ? { userId: printable(userId) } : {}),
+    ...(address !== undefined ? { network: networkOf(address) } : {}),
     status: problem.status,
     code: problem.code,
     name: cause.name,
-    message: redactCredentials(cause.message),
+    message: printable(redactCredentials(cause.message), 512),
     method: req.method,
     path: redactPath(req.originalUrl ?? req.url),
     ...(route !== undefined ? { route } : {}),
   };
+}
+
+/** A 5xx as a security event: a store outage answered 503 (fail closed), or another server-side failure. */
+function recordServerError(events: SecurityEvents, entry: ErrorLogEntry, req: Request): void {
+  const where = { status: entry.status, httpMethod: entry.method, path: entry.path, ...(entry.route ? { route: entry.route } : {}) };
+  if (entry.code === 'store_unavailable') {
+    events.emit('store.unavailable', { reason: 'store_unavailable', ...where }, req);
+    return;
+  }
+  const reason =
+    entry.status === 500
+      ? 'internal_error'
+      : entry.status === 502
+        ? 'bad_gateway'
+        : entry.status === 503
+          ? 'dependency_unavailable'
+          : 'other';
+  events.emit('error.internal', { reason, code: entry.code, errorName: entry.name, ...where }, req);
 }
 
 /**
@@ -98,8 +156,11 @@ export function errorHandler(options: ErrorHandlerOptions = {}): ErrorRequestHan
           : `must be a path on the app's origin, like "/portal-assets/portal.css", got ${JSON.stringify(url)}`,
     },
     typeBaseUri: { type: 'string' },
+    events: EVENTS_OPTION,
   });
-  const log = options.log === false ? undefined : (options.log ?? defaultLog);
+  const ownEvents = eventsOption('errorHandler', options.events);
+  const customLog = options.log === false ? undefined : options.log;
+  const lineWithoutEvents = options.log === undefined;
   const html = options.html === true;
   const homeUrl = options.homeUrl ?? '/';
   const stylesheetUrl = options.stylesheetUrl;
@@ -111,7 +172,15 @@ export function errorHandler(options: ErrorHandlerOptions = {}): ErrorRequestHan
       return;
     }
     const problem = toHttpError(error);
-    if (problem.status >= 500 && log) log(logEntry(problem, req));
+    if (problem.status >= 500) {
+      const entry = logEntry(problem, req);
+      const events = eventsFor(req, ownEvents);
+      if (events !== undefined) recordServerError(events, entry, req);
+      if (customLog) customLog(entry);
+      else if (lineWithoutEvents && events === undefined) defaultLog(entry);
+    }
+    // Carried by every problem (and sent as X-Request-Id), so a user's report finds its events and log lines.
+    const requestId = requestIdOf(req);
     res.status(problem.status);
     for (const [name, value] of Object.entries(problem.headers)) res.setHeader(name, value);
     res.setHeader('Cache-Control', 'no-store');
@@ -136,6 +205,7 @@ export function errorHandler(options: ErrorHandlerOptions = {}): ErrorRequestHan
       code: problem.code,
       ...(detail ? { detail } : {}),
       ...problem.extensions,
+      request_id: requestId,
     };
     res.type('application/problem+json').send(JSON.stringify(body));
   };

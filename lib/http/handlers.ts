@@ -1,6 +1,7 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { OptionsError, refuseMiddlewareUse } from '../util/options';
 import { MethodNotAllowedError, NotAcceptableError, NotFoundError } from './errors';
+import { hasMalformedPercentEncoding, malformedUriError } from './malformed-uri';
 
 type Handler = (req: Request, res: Response, next: NextFunction) => Promise<void> | void;
 
@@ -15,8 +16,10 @@ function nameList(factory: string, value: unknown, example: string): string[] {
 }
 
 /**
- * Answers 404 problem+json (`not_found`) for anything that reached it. Mount after the routes, before
- * {@link errorHandler}. The answer does not repeat the path, which may carry anything a client sent.
+ * Answers 404 problem+json (`not_found`) for anything that reached it, and 400 `malformed_uri` when its path holds a
+ * percent-escape that does not decode (such a URL names nothing; it is bad input, not a missing page). Mount after
+ * the routes, before {@link errorHandler}. The answer does not repeat the path, which may carry anything a client
+ * sent.
  *
  * @example
  * app.use(notFound());
@@ -25,7 +28,11 @@ export function notFound(): RequestHandler {
   // `app.use(notFound)` would call this with the request and leave it hanging; say what to write instead.
   // eslint-disable-next-line prefer-rest-params
   refuseMiddlewareUse('notFound', arguments[0], 'app.use(notFound())');
-  return function notFoundMiddleware(_req: Request, _res: Response, next: NextFunction) {
+  return function notFoundMiddleware(req: Request, _res: Response, next: NextFunction) {
+    if (hasMalformedPercentEncoding(req.path)) {
+      next(malformedUriError());
+      return;
+    }
     next(new NotFoundError({ detail: 'Nothing is found at this address.' }));
   };
 }

@@ -1,5 +1,6 @@
 import { StoreUnavailableError } from '../store/port';
 import { HttpError, ServiceUnavailableError } from './errors';
+import { malformedUriError } from './malformed-uri';
 
 /** What body-parser, raw-body, the router and other `http-errors` users put on the errors they pass to `next`. */
 interface LibraryError {
@@ -67,13 +68,7 @@ export function toHttpError(error: unknown): HttpError {
         cause: error,
       });
     }
-    if (error instanceof URIError) {
-      return new HttpError(status, {
-        code: 'malformed_uri',
-        detail: 'The request URL contains a malformed percent-encoding.',
-        cause: error,
-      });
-    }
+    if (error instanceof URIError && status === 400) return malformedUriError(error);
     return new HttpError(status, { cause: error });
   }
   return new HttpError(500, { code: 'internal_error', cause: error });

@@ -1,4 +1,6 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import { eventsFor } from '../events/event-source';
+import type { SecurityEvents } from '../events/security-events';
 import { BadRequestError, MethodNotAllowedError } from '../http/errors';
 import type { KeyValueStore } from '../store/port';
 import type { SessionManager } from '../session/types';
@@ -51,7 +53,12 @@ function invalidLogoutRequest(description: string, cause?: unknown): BadRequestE
  * @example
  * router.post('/backchannel-logout/corp', createBackchannelLogout('oidc', corp));
  */
-export function createBackchannelLogout(who: string, provider: OidcProvider, options: BackchannelLogoutOptions = {}): RequestHandler {
+export function createBackchannelLogout(
+  who: string,
+  provider: OidcProvider,
+  options: BackchannelLogoutOptions = {},
+  events?: SecurityEvents,
+): RequestHandler {
   assertProvider(who, provider);
   checkOptions(who, options as unknown, BACKCHANNEL_OPTIONS);
   const store = options.store ?? provider.store;
@@ -87,6 +94,7 @@ export function createBackchannelLogout(who: string, provider: OidcProvider, opt
     const tag = request.sid ? providerSessionTag(provider.issuer, request.sid) : subjectTag(provider.issuer, request.sub as string);
     const ended = await manager.destroyByTag(tag);
     debug('back-channel logout of provider "%s" ended %d session(s) by %s', provider.name, ended, request.sid ? 'sid' : 'sub');
+    eventsFor(req, events)?.emit('session.ended', { reason: 'backchannel', provider: provider.name, count: ended }, req);
     res.setHeader('Cache-Control', 'no-store');
     res.status(200).end();
   }

@@ -33,9 +33,14 @@ export function loginUserOf(
   const sub = String(claims.sub);
   const sid = typeof claims.sid === 'string' ? claims.sid : undefined;
   const authTime = typeof claims.auth_time === 'number' && Number.isFinite(claims.auth_time) ? claims.auth_time * 1000 : undefined;
-  // How the provider says the user authenticated (OIDC Core §2): kept so step-up rules can read the level and time.
-  const amr = Array.isArray(claims.amr) ? claims.amr.filter((method): method is string => typeof method === 'string' && method !== '') : [];
-  const acr = typeof claims.acr === 'string' && claims.acr !== '' ? claims.acr : undefined;
+  // How the provider says the user authenticated (OIDC Core §2): kept so step-up rules can read the level and time,
+  // when the provider is trusted to say it. Otherwise the login counts as one factor, whatever a partner IdP claims.
+  const trusted = provider.trustAuthenticationClaims;
+  const amr =
+    trusted && Array.isArray(claims.amr)
+      ? claims.amr.filter((method): method is string => typeof method === 'string' && method !== '')
+      : [];
+  const acr = trusted && typeof claims.acr === 'string' && claims.acr !== '' ? claims.acr : undefined;
   const authentication = {
     ...(amr.length > 0 ? { amr } : {}),
     ...(acr === undefined ? {} : { acr }),

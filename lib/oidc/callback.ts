@@ -1,5 +1,9 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { ForbiddenError, type HttpError } from '../http/errors';
+import { eventsFor } from '../events/event-source';
+import { signInAttempt } from '../events/sign-in-attempt';
+import type { SecurityEvents } from '../events/security-events';
+import type { SecurityEventReason } from '../events/vocabulary';
+import { ForbiddenError, HttpError } from '../http/errors';
 import { debugChannel } from '../util/debug';
 import { checkOptions, type OptionSchema } from '../util/options';
 import type { OidcSessionState } from './types';
@@ -11,6 +15,7 @@ import { TRANSACTION_TTL_MS, takeTransaction, type OidcTransaction } from './tra
 import { establishOidcLogin, requireSessionSupport, saveSession } from './session-bridge';
 import { loginUserOf } from './callback-user';
 import { loginTags } from './session-tags';
+import { endSessionUrl } from './logout';
 
 /** Options of {@link oidcCallback}. */
 export interface OidcCallbackOptions {
@@ -34,6 +39,29 @@ const CALLBACK_OPTIONS: OptionSchema = {
   },
 };
 
+// The sign-in failure each refusal of the callback is recorded as.
+const FAILURES: Readonly<Record<string, SecurityEventReason<'signin.failed'>>> = {
+  invalid_state: 'state_mismatch',
+  login_expired: 'login_expired',
+  invalid_issuer: 'invalid_issuer',
+  invalid_request: 'invalid_request',
+  invalid_grant: 'invalid_grant',
+  invalid_id_token: 'invalid_id_token',
+  oidc_access_denied: 'provider_denied',
+  account_not_linked: 'account_not_linked',
+  idp_bad_response: 'provider_misbehaved',
+  // The provider did not answer: the person could not sign in, and the outage shows on their account and in the counts.
+  idp_unavailable: 'provider_unavailable',
+};
+
+/** The reason a refused callback is recorded with; undefined for outages and faults (the error handler records those). */
+function failureReason(error: unknown): SecurityEventReason<'signin.failed'> | undefined {
+  if (!(error instanceof HttpError)) return undefined;
+  const known = FAILURES[error.code];
+  if (known !== undefined) return known;
+  return error.status < 500 && error.code.startsWith('oidc_') ? 'provider_error' : undefined;
+}
+
 function single(req: Request, name: string): string | undefined {
   const value = req.query[name];
   return typeof value === 'string' ? value : undefined;
@@ -45,7 +73,12 @@ function single(req: Request, name: string): string | undefined {
  * @example
  * router.get('/callback/corp', createCallback('oidc', corp, { loginPath: '/login/corp' }));
  */
-export function createCallback(who: string, provider: OidcProvider, options: OidcCallbackOptions = {}): RequestHandler {
+export function createCallback(
+  who: string,
+  provider: OidcProvider,
+  options: OidcCallbackOptions = {},
+  ownEvents?: SecurityEvents,
+): RequestHandler {
   assertProvider(who, provider);
   checkOptions(who, options as unknown, CALLBACK_OPTIONS);
   const loginUrl = options.loginPath ?? `/login/${provider.name}`;
@@ -129,7 +162,17 @@ export function createCallback(who: string, provider: OidcProvider, options: Oid
     }
   }
 
+  /** The provider's end-session URL for this client, kept with the login so any app's sign-out can use it. */
+  function endSessionOf(req: Request, metadata: OidcProviderMetadata): Pick<OidcSessionState, 'endSessionUrl'> {
+    if (metadata.endSessionEndpoint === undefined) return {};
+    const postLogout = provider.postLogoutRedirectUri;
+    // The same rule as oidcLogout: the provider sends the browser back only where the redirect policy allows.
+    const back = postLogout !== undefined && req.sso?.redirects.isSafe(postLogout) === true ? postLogout : undefined;
+    return { endSessionUrl: endSessionUrl(metadata.endSessionEndpoint, provider.clientId, back) };
+  }
+
   return async function oidcCallbackMiddleware(req: Request, res: Response, next: NextFunction) {
+    const attempt = signInAttempt(req, eventsFor(req, ownEvents), 'oidc', { provider: provider.name });
     try {
       requireSessionSupport(req, who);
       const metadata = await provider.metadata();
@@ -157,12 +200,15 @@ export function createCallback(who: string, provider: OidcProvider, options: Oid
         ...(tokens.refreshToken ? { refreshToken: tokens.refreshToken } : {}),
         ...(tokens.expiresAt ? { expiresAt: tokens.expiresAt } : {}),
         ...(sid ? { sid } : {}),
+        ...endSessionOf(req, metadata),
       };
       await establishOidcLogin(req, user, loginTags(provider.issuer, user.subject, sid), oidc);
+      attempt.succeeded();
 
       res.setHeader('Cache-Control', 'no-store');
       res.redirect(302, (transaction as OidcTransaction).returnTo);
     } catch (error) {
+      attempt.failed(failureReason(error));
       next(error);
     }
   };

@@ -1,3 +1,4 @@
+import { readLimited, TooLargeError } from '../util/read-limited';
 import { providerMisbehaved, providerUnavailable } from './errors';
 
 /** What {@link requestJson} needs to know to call the provider and to word its errors. */
@@ -17,31 +18,6 @@ export interface JsonAnswer {
 
 /** Discovery documents, token and userinfo answers are a few KB; anything near this is not one. */
 const MAX_BODY_BYTES = 1024 * 1024;
-
-class TooLargeError extends Error {}
-
-/** Reads the body up to `limit` bytes, cancelling the download beyond it so a provider cannot fill our memory. */
-async function readLimited(response: Response, limit: number): Promise<string> {
-  if (Number(response.headers.get('content-length') ?? '0') > limit) {
-    await response.body?.cancel().catch(() => undefined);
-    throw new TooLargeError();
-  }
-  if (!response.body) return '';
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel().catch(() => undefined);
-      throw new TooLargeError();
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString('utf8');
-}
 
 function isAbort(error: unknown): boolean {
   return error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError');

@@ -3,7 +3,7 @@ export { oidcProvider, OidcProvider, type OidcProviderOptions, type OidcProvider
 export { oidcLogin, type OidcLoginOptions, type LoginQueryParameter } from './login';
 export { oidcCallback, type OidcCallbackOptions } from './callback';
 export { oidcContext, type OidcContextOptions } from './context';
-export { oidcLogout, type OidcLogoutOptions } from './logout';
+export { oidcLogout, upstreamLogoutUrl, type OidcLogoutOptions } from './logout';
 export { backchannelLogout, type BackchannelLogoutOptions } from './backchannel-logout';
 export { defaultClaimsToUser, rolesFromClaims, type ClaimsToUser, type OidcUserProfile, type RolesClaim } from './claims';
 export { validateIdToken, validateRefreshedIdToken, IdTokenRejectedError, type IdTokenExpectations } from './id-token';

@@ -1,6 +1,6 @@
 import type { KeyValueStore } from '../store/port';
 import { KeySourceUnavailableError, TokenError } from '../tokens/errors';
-import { createJwtVerifier, type VerifiedJwt } from '../tokens/verify-jwt';
+import { createJwtVerifier, normalizeTyp, type VerifiedJwt } from '../tokens/verify-jwt';
 import type { SupportedAlgorithm } from '../tokens/algorithms';
 import { keySourceFailure, providerKeys } from './id-token';
 import type { OidcProvider } from './provider';
@@ -39,6 +39,10 @@ async function logoutVerifier(provider: OidcProvider): Promise<(token: string) =
     issuer,
     audience: provider.clientId,
     clockToleranceSeconds: provider.clockToleranceSeconds,
+    // A logout token is sent the moment a session ends: an old one is a replay or a stalled queue, not news.
+    maxTokenAgeSeconds: provider.logoutTokenMaxAgeSeconds,
+    // Explicit typing (Back-Channel Logout 1.0 §2.4) keeps an ID or access token from passing as a logout token.
+    ...(provider.allowUntypedLogoutTokens ? {} : { typ: 'logout+jwt' }),
     requiredClaims: ['iat', 'jti', 'events'],
   });
   verifiers.set(keys, { jwksUri: keys.jwksUri, verify });
@@ -46,8 +50,9 @@ async function logoutVerifier(provider: OidcProvider): Promise<(token: string) =
 }
 
 /**
- * Validates a logout token (Back-Channel Logout 1.0 §2.6): signature with the provider's JWKS and the configured
- * alg, `iss` exact, `aud` containing client_id, `iat` and `exp` within tolerance, `jti` present, `events` holding
+ * Validates a logout token (Back-Channel Logout 1.0 §2.6): `typ` `logout+jwt` (unless `allowUntypedLogoutTokens`;
+ * then untyped or `JWT` too), signature with the provider's JWKS and the configured alg, `iat` at most
+ * `logoutTokenMaxAgeSeconds` old, `iss` exact, `aud` containing client_id, `iat` and `exp` within tolerance, `jti` present, `events` holding
  * the back-channel-logout member as an object, no `nonce` (so an ID token cannot be replayed as a logout token),
  * `sub` or `sid` present. Finally the `jti` is recorded in the store until the token expires; a second use is
  * refused. Throws {@link LogoutTokenRejectedError}, a 502/503 error when the keys cannot be fetched, or the store's
@@ -64,8 +69,11 @@ export async function validateLogoutToken(
 ): Promise<LogoutRequest> {
   const verify = await logoutVerifier(provider);
   let claims: Record<string, unknown>;
+  let header: Record<string, unknown>;
   try {
-    claims = (await verify(token)).claims as Record<string, unknown>;
+    const verified = await verify(token);
+    claims = verified.claims as Record<string, unknown>;
+    header = verified.header as Record<string, unknown>;
   } catch (error) {
     if (error instanceof KeySourceUnavailableError) throw keySourceFailure(provider, error);
     if (error instanceof TokenError) throw new LogoutTokenRejectedError(error.message);
@@ -76,6 +84,10 @@ export async function validateLogoutToken(
     events !== null && typeof events === 'object' && !Array.isArray(events)
       ? (events as Record<string, unknown>)[BACKCHANNEL_LOGOUT_EVENT]
       : undefined;
+  const typ = (header.typ as unknown) ?? undefined;
+  // Untyped tokens may be allowed; a token typed as something else (at+jwt, an ID token's JWT) never is.
+  if (typ !== undefined && (typeof typ !== 'string' || !['logout+jwt', 'jwt'].includes(normalizeTyp(typ))))
+    throw new LogoutTokenRejectedError('typ is not logout+jwt');
   if (event === null || typeof event !== 'object' || Array.isArray(event))
     throw new LogoutTokenRejectedError('events lacks the back-channel logout event');
   if (claims.nonce !== undefined) throw new LogoutTokenRejectedError('a logout token must not carry a nonce');

@@ -26,6 +26,45 @@ const LOGOUT_OPTIONS: OptionSchema = {
 };
 
 /**
+ * The provider's end-session URL (OpenID Connect RP-Initiated Logout 1.0): its `end_session_endpoint` with
+ * `client_id`, the `post_logout_redirect_uri` when there is one, and the `id_token_hint` when given.
+ *
+ * @example
+ * endSessionUrl(metadata.endSessionEndpoint, 'shop', 'https://shop.example.test/signed-out', idToken);
+ */
+export function endSessionUrl(endpoint: string, clientId: string, postLogout: string | undefined, idToken?: string): string {
+  const url = new URL(endpoint);
+  url.searchParams.set('client_id', clientId);
+  if (idToken) url.searchParams.set('id_token_hint', idToken);
+  if (postLogout) url.searchParams.set('post_logout_redirect_uri', postLogout);
+  return url.href;
+}
+
+/**
+ * Where to send the browser after signing it out, so the identity provider it logged in through ends its own
+ * session too (RP-initiated logout): the provider's end-session URL kept in the session at login, with the ID token
+ * as hint; undefined when the session did not log in through a provider that offers one. Read it *before* ending the
+ * session (the ID token is kept there); any app of the domain can, since the session is shared. Without this, the
+ * next "Sign in with …" would pass silently on the provider's session.
+ *
+ * @example
+ * app.post('/logout', async (req, res, next) => {
+ *   try {
+ *     const upstream = upstreamLogoutUrl(req);
+ *     await logoutEverywhere(req);
+ *     res.redirect(303, upstream ?? 'https://auth.example.test/login');
+ *   } catch (err) { next(err); }
+ * });
+ */
+export function upstreamLogoutUrl(req: Request): string | undefined {
+  const state = req.session?.oidc;
+  if (req.session?.user === undefined || typeof state?.endSessionUrl !== 'string') return undefined;
+  const url = new URL(state.endSessionUrl);
+  if (state.idToken) url.searchParams.set('id_token_hint', state.idToken);
+  return url.href;
+}
+
+/**
  * The RP-initiated logout middleware under a factory name of the caller's (`oidcLogout`, or `oidc` for the
  * router).
  *
@@ -60,11 +99,7 @@ export function createLogout(who: string, provider: OidcProvider, options: OidcL
         res.redirect(303, postLogout ?? redirects.defaultUrl);
         return;
       }
-      const url = new URL(metadata.endSessionEndpoint);
-      url.searchParams.set('client_id', provider.clientId);
-      if (idToken) url.searchParams.set('id_token_hint', idToken);
-      if (postLogout) url.searchParams.set('post_logout_redirect_uri', postLogout);
-      res.redirect(303, url.href);
+      res.redirect(303, endSessionUrl(metadata.endSessionEndpoint, provider.clientId, postLogout, idToken));
     } catch (error) {
       next(error);
     }

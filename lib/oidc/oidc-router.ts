@@ -1,4 +1,6 @@
 import { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import { EVENTS_OPTION, eventsOption } from '../events/event-source';
+import type { SecurityEvents } from '../events/security-events';
 import type { KeyValueStore } from '../store/port';
 import { checkOptions, OptionsError, type OptionSchema } from '../util/options';
 import { OidcProvider } from './provider';
@@ -40,6 +42,11 @@ export interface OidcOptions extends Omit<OidcProviderOptions, 'redirectUri' | '
   refreshMarginSeconds?: number;
   /** Lifetime of the cross-instance refresh lock, in seconds. Default 10. */
   lockLifetimeSeconds?: number;
+  /**
+   * Where sign-ins through this provider, refused callbacks and back-channel logouts are recorded. Default the
+   * events of `ssoSession` (on `req.sso`).
+   */
+  events?: SecurityEvents;
 }
 
 /** The middleware `oidc()` returns: mount it with `app.use(…)` after `ssoSession()`. */
@@ -78,6 +85,7 @@ const OIDC_SCHEMA: OptionSchema = {
   login: { type: 'object', expected: 'the options of oidcLogin ({ prompt?, maxAgeSeconds?, loginHint?, … })' },
   refreshMarginSeconds: { type: 'number' },
   lockLifetimeSeconds: { type: 'number' },
+  events: EVENTS_OPTION,
 };
 
 interface Placement {
@@ -152,15 +160,17 @@ export function oidc(options: OidcOptions): OidcRouter {
     login,
     refreshMarginSeconds,
     lockLifetimeSeconds,
+    events: givenEvents,
     ...providerOptions
   } = options;
+  const events = eventsOption('oidc', givenEvents);
   const placement = place(options, options.name ?? 'oidc');
   const provider = new OidcProvider({ ...providerOptions, redirectUri: placement.redirectUri }, 'oidc');
   const { routes, prefix } = placement;
 
   const router = Router();
   // Server-to-server, without the session: first, so nothing before it can refuse the provider's POST.
-  if (routes.backchannelLogout) router.post(routes.backchannelLogout, createBackchannelLogout('oidc', provider));
+  if (routes.backchannelLogout) router.post(routes.backchannelLogout, createBackchannelLogout('oidc', provider, {}, events));
   router.use(
     createContext('oidc', provider, {
       ...(refreshMarginSeconds === undefined ? {} : { refreshMarginSeconds }),
@@ -168,7 +178,7 @@ export function oidc(options: OidcOptions): OidcRouter {
     }),
   );
   if (routes.login) router.get(routes.login, createLogin('oidc', provider, login ?? {}, 'oidc: login'));
-  router.get(routes.callback, createCallback('oidc', provider, routes.login ? { loginPath: `${prefix}${routes.login}` } : {}));
+  router.get(routes.callback, createCallback('oidc', provider, routes.login ? { loginPath: `${prefix}${routes.login}` } : {}, events));
   if (routes.logout) router.post(routes.logout, createLogout('oidc', provider));
 
   const handler = function oidcRouter(req: Request, res: Response, next: NextFunction): void {

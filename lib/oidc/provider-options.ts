@@ -1,6 +1,6 @@
 import { sourceProblem } from '../session/identity';
 import type { KeyValueStore } from '../store/port';
-import { checkOptions, OptionsError, refuseInProduction, type OptionSchema } from '../util/options';
+import { checkOptions, OptionsError, refuseInProduction, within, type OptionSchema } from '../util/options';
 import type { ClaimsToUser, RolesClaim } from './claims';
 
 /** Endpoints given explicitly instead of discovered. */
@@ -45,6 +45,20 @@ export interface OidcProviderOptions {
    */
   rolesClaim?: RolesClaim;
   /**
+   * Believe the ID token's `acr` and `amr` (how the provider says the user authenticated), so step-up rules and
+   * `requireAuth({ acr })` count a second factor it reports. Default: true for a provider trusted for roles
+   * (`rolesClaim`), false otherwise: a partner IdP's login then counts as one factor (`amr: ['fed']`, `acr` `1fa`),
+   * whatever it claims.
+   */
+  trustAuthenticationClaims?: boolean;
+  /**
+   * Accept back-channel logout tokens without the explicit `typ` `logout+jwt` (Back-Channel Logout 1.0 §2.4), for an
+   * IdP that does not type them; a token typed as anything else (an ID or access token) is still refused. Default false.
+   */
+  allowUntypedLogoutTokens?: boolean;
+  /** How old a logout token (its `iat`) may be, in seconds. Default 120; 10 to 600. */
+  logoutTokenMaxAgeSeconds?: number;
+  /**
    * The app's own mapping of verified claims to the session user's name, roles and attributes (never its id: that
    * is always `oidc:<issuer>|<sub>`). Default: name and email from the claims, roles from `rolesClaim` or none.
    */
@@ -82,6 +96,9 @@ export interface ResolvedProviderOptions {
   idTokenSigningAlg: string;
   clockToleranceSeconds: number;
   rolesClaim: readonly string[] | undefined;
+  trustAuthenticationClaims: boolean;
+  allowUntypedLogoutTokens: boolean;
+  logoutTokenMaxAgeSeconds: number;
   claimsToUser: ClaimsToUser | undefined;
   fetchUserinfo: boolean;
   timeoutSeconds: number;
@@ -163,6 +180,9 @@ export const PROVIDER_OPTION_SCHEMA: OptionSchema = {
         : undefined,
   },
   claimsToUser: { type: 'function', expected: 'a function (claims, userinfo) => ({ name, roles })' },
+  trustAuthenticationClaims: { type: 'boolean' },
+  allowUntypedLogoutTokens: { type: 'boolean' },
+  logoutTokenMaxAgeSeconds: { type: 'integer', check: within(10, 600) },
   fetchUserinfo: { type: 'boolean' },
   timeoutSeconds: { type: 'number', check: positiveAtMost(300) },
   postLogoutRedirectUri: { type: 'string' },
@@ -274,6 +294,9 @@ export function resolveProviderOptions(who: string, options: OidcProviderOptions
     clockToleranceSeconds: options.clockToleranceSeconds ?? 30,
     rolesClaim: rolesClaim === undefined ? undefined : typeof rolesClaim === 'string' ? [rolesClaim] : [...rolesClaim],
     claimsToUser: options.claimsToUser,
+    trustAuthenticationClaims: options.trustAuthenticationClaims ?? rolesClaim !== undefined,
+    allowUntypedLogoutTokens: options.allowUntypedLogoutTokens === true,
+    logoutTokenMaxAgeSeconds: options.logoutTokenMaxAgeSeconds ?? 120,
     fetchUserinfo,
     timeoutSeconds: options.timeoutSeconds ?? 5,
     postLogoutRedirectUri:

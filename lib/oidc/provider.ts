@@ -60,6 +60,12 @@ export class OidcProvider {
   readonly claimsToUser: ClaimsToUser;
   /** The claim path roles are read from when the provider is trusted for roles; undefined when it is not. */
   readonly rolesClaim: readonly string[] | undefined;
+  /** Whether the ID token's `acr` and `amr` are believed (see `trustAuthenticationClaims`). */
+  readonly trustAuthenticationClaims: boolean;
+  /** @internal Whether logout tokens without `typ` `logout+jwt` are accepted. */
+  readonly allowUntypedLogoutTokens: boolean;
+  /** @internal How old a logout token may be, in seconds. */
+  readonly logoutTokenMaxAgeSeconds: number;
   /** @internal Whether `allowInsecureLocalDevelopment` was given, so the provider's own URLs may be http. */
   readonly insecureHttp: boolean;
   readonly store: KeyValueStore | undefined;
@@ -85,6 +91,9 @@ export class OidcProvider {
     this.fetchUserinfo = resolved.fetchUserinfo;
     this.postLogoutRedirectUri = resolved.postLogoutRedirectUri;
     this.rolesClaim = resolved.rolesClaim;
+    this.trustAuthenticationClaims = resolved.trustAuthenticationClaims;
+    this.allowUntypedLogoutTokens = resolved.allowUntypedLogoutTokens;
+    this.logoutTokenMaxAgeSeconds = resolved.logoutTokenMaxAgeSeconds;
     this.claimsToUser = effectiveClaimsMapping(resolved.name, resolved.claimsToUser, resolved.rolesClaim);
     this.insecureHttp = resolved.insecureHttp;
     this.store = resolved.store;

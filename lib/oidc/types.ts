@@ -14,6 +14,12 @@ export interface OidcSessionState {
   expiresAt?: number;
   /** The `sid` claim of the ID token, for back-channel logout. */
   sid?: string;
+  /**
+   * The provider's end-session URL for this client (RP-Initiated Logout: its `end_session_endpoint` with
+   * `client_id` and the `postLogoutRedirectUri`), kept at login so that a sign-out on any app of the domain can end
+   * the provider's session too (`upstreamLogoutUrl(req)` adds the ID token hint). Absent when the provider offers none.
+   */
+  endSessionUrl?: string;
 }
 
 /** What `req.oidc` offers inside a request of a logged-in OIDC session. */

@@ -1,8 +1,16 @@
 export { loginPortal } from './login-portal';
 export { type LoginPortalOptions, type PortalLoginLink } from './portal-options';
-export { type PortalPasskeyOptions } from './passkey-options';
-export { type PortalTwoFactorOptions } from './two-factor-options';
-export { totpFactor, recoveryCodeFactor, type SecondFactor } from './second-factor';
+export { type PortalPasskeyOptions } from './passkeys/passkey-options';
+export { type PortalAccountOptions, type AccountNoticeKind } from './accounts/account-options';
+export {
+  PasswordResetLinks,
+  passwordResetLinkSender,
+  type PasswordResetLinksOptions,
+  type SendResetLink,
+  type ResetLinkSent,
+} from './accounts/password-reset-links';
+export { type PortalTwoFactorOptions } from './two-factor/two-factor-options';
+export { totpFactor, recoveryCodeFactor, type SecondFactor } from './two-factor/second-factor';
 export {
   fileUserDirectory,
   redisUserDirectory,
@@ -31,12 +39,12 @@ export {
   type ThrottleDecision,
   type ThrottleScope,
   type IssuedDeviceTokens,
-} from './login-throttle';
+} from './throttle/login-throttle';
 export {
   DEFAULT_THROTTLE_LIMITS,
   DEFAULT_DEVICE_TOKEN_LIFETIME_SECONDS,
   type LoginThrottleOptions,
   type ThrottleLimit,
-} from './login-throttle-options';
-export { clientNetwork, DEFAULT_IPV6_PREFIX_LENGTH } from './client-network';
-export { DEVICE_COOKIE } from './device-cookie';
+} from './throttle/login-throttle-options';
+export { clientNetwork, DEFAULT_IPV6_PREFIX_LENGTH } from './throttle/client-network';
+export { DEVICE_COOKIE } from './throttle/device-cookie';

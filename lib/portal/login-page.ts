@@ -80,6 +80,7 @@ export function sendLoginPage(settings: PortalSettings, req: Request, res: Respo
       ...(page.username ? { username: page.username } : {}),
       ...(settings.qrLink ? { qrLink: { label: settings.qrLink.label, href: withReturnTo(settings.qrLink.href, page.returnTo) } } : {}),
       providerLinks: settings.providerLinks.map((link) => ({ label: link.label, href: withReturnTo(link.href, page.returnTo) })),
+      ...(settings.accounts?.resets ? { forgotPasswordUrl: `${req.baseUrl}/password/forgot` } : {}),
       ...(settings.passkeys
         ? { passkeys: { optionsUrl: `${req.baseUrl}/passkeys/sign-in/options`, signInUrl: `${req.baseUrl}/passkeys/sign-in` } }
         : {}),

@@ -1,9 +1,11 @@
 import type { Request, Response } from 'express';
+import { eventsFor } from '../events/event-source';
+import { signInAttempt } from '../events/sign-in-attempt';
 import { establishLogin } from '../session/establish-login';
 import { debugChannel } from '../util/debug';
-import { readDeviceCookie, writeDeviceCookie } from './device-cookie';
+import { readDeviceCookie, writeDeviceCookie } from './throttle/device-cookie';
 import { sendLoginPage } from './login-page';
-import type { LoginThrottle } from './login-throttle';
+import type { LoginThrottle, ThrottleScope } from './throttle/login-throttle';
 import type { PortalSettings } from './portal-options';
 import { oneString, requireSameOrigin, safeReturnTo, ssoContext } from './portal-request';
 
@@ -11,6 +13,11 @@ const GENERIC_FAILURE = 'Wrong username or password';
 const MAX_USERNAME = 256;
 const MAX_PASSWORD = 1024;
 const debug = debugChannel('portal');
+const THROTTLE_LIMITS = {
+  network: 'login_per_network',
+  'account-and-network': 'login_per_account_and_network',
+  account: 'login_per_account',
+} as const satisfies Record<ThrottleScope, string>;
 
 /**
  * The message of a throttled attempt, in whole minutes.
@@ -33,6 +40,8 @@ export function tooManyAttempts(retryAfterSeconds: number): string {
  */
 export function passwordLogin(settings: PortalSettings, throttle: LoginThrottle) {
   return async function submitLogin(req: Request, res: Response): Promise<void> {
+    const events = eventsFor(req, settings.events);
+    const attempt = signInAttempt(req, events, 'password');
     requireSameOrigin(req, settings.allowedOrigins);
     const body = (req.body ?? {}) as Record<string, unknown>;
     const username = oneString(body.username)?.trim() ?? '';
@@ -40,6 +49,7 @@ export function passwordLogin(settings: PortalSettings, throttle: LoginThrottle)
     const returnTo = safeReturnTo(req, body.return_to);
     if (username === '' || password === '' || username.length > MAX_USERNAME || password.length > MAX_PASSWORD) {
       debug('refused a password login: username or password missing or too long');
+      attempt.failed('missing_credentials', username === '' ? {} : { username: username.slice(0, MAX_USERNAME) });
       const error = 'Enter your username and password.';
       sendLoginPage(settings, req, res, 400, { returnTo, error, username: username.slice(0, MAX_USERNAME) });
       return;
@@ -47,6 +57,12 @@ export function passwordLogin(settings: PortalSettings, throttle: LoginThrottle)
     const address = req.ip ?? req.socket.remoteAddress ?? '';
     const decision = await throttle.attempt({ username, address, deviceTokens: readDeviceCookie(req) });
     if (!decision.allowed) {
+      events?.emit(
+        'request.throttled',
+        { reason: THROTTLE_LIMITS[decision.scope], method: 'password', username, retryAfterSeconds: decision.retryAfterSeconds },
+        req,
+      );
+      attempt.failed(undefined);
       res.setHeader('Retry-After', String(decision.retryAfterSeconds));
       sendLoginPage(settings, req, res, 429, { returnTo, error: tooManyAttempts(decision.retryAfterSeconds), username });
       return;
@@ -54,6 +70,7 @@ export function passwordLogin(settings: PortalSettings, throttle: LoginThrottle)
     const user = await settings.users.verifyPassword(username, password);
     if (!user) {
       debug('refused a password login from a %s browser: wrong password, or no such enabled user', decision.trusted ? 'known' : 'new');
+      attempt.failed('bad_credentials', { username });
       sendLoginPage(settings, req, res, 401, { returnTo, error: GENERIC_FAILURE, username });
       return;
     }
@@ -66,7 +83,9 @@ export function passwordLogin(settings: PortalSettings, throttle: LoginThrottle)
       method: 'password',
       ...(user.attributes ? { attributes: user.attributes } : {}),
     });
+    attempt.succeeded({ username });
     writeDeviceCookie(req, res, issued);
+    await settings.accounts?.notices.signedIn(req, user.id, decision.trusted);
     // 302, as the kit's login contract states; browsers follow it with a GET, like a 303.
     res.redirect(302, returnTo || ssoContext(req).redirects.defaultUrl);
   };

@@ -1,13 +1,17 @@
+import { EVENTS_OPTION, eventsOption } from '../events/event-source';
+import type { SecurityEvents } from '../events/security-events';
 import { DEFAULT_DIRECTORY_SOURCE, sourceProblem } from '../session/identity';
 import { compileAllowedOrigins } from '../session/csrf-guard';
 import type { KeyValueStore } from '../store/port';
 import { checkOptions, KIT_STORE_OPTION, OptionsError, type OptionSchema } from '../util/options';
-import { resolveThrottleOptions, type LoginThrottleOptions } from './login-throttle-options';
-import { passkeyFactor } from './passkey-factor';
-import { resolvePasskeyOptions, type PasskeySettings, type PortalPasskeyOptions } from './passkey-options';
+import { resolveThrottleOptions, type LoginThrottleOptions } from './throttle/login-throttle-options';
+import { passkeyFactor } from './passkeys/passkey-factor';
+import { resolvePasskeyOptions, type PasskeySettings, type PortalPasskeyOptions } from './passkeys/passkey-options';
 import type { LoginLink } from './portal-pages';
 import type { UserDirectory } from './user-directory';
-import { resolveTwoFactor, type PortalTwoFactorOptions, type TwoFactorSettings } from './two-factor-options';
+import { resolveAccountOptions, type PortalAccountOptions } from './accounts/account-options';
+import { accountRuntime, type AccountRuntime } from './accounts/account-runtime';
+import { resolveTwoFactor, type PortalTwoFactorOptions, type TwoFactorSettings } from './two-factor/two-factor-options';
 
 /** A "Sign in with …" link: the path (or URL) of an `oidcLogin` or `qrLogin` route and its label. */
 export interface PortalLoginLink {
@@ -48,6 +52,18 @@ export interface LoginPortalOptions {
    * `requireSession({ acr: '2fa' })` send users to, and the settings page `/two-factor`. Default: none.
    */
   twoFactor?: PortalTwoFactorOptions;
+  /**
+   * Self-service accounts (with a writable `users` directory): `GET|POST /password` (change), and with a `mailer`
+   * `GET|POST /password/forgot` and `/password/reset` (reset by a mailed link), `GET|POST /email` and `/email/verify`
+   * (address change confirmed by a link to the new address), and notices of credential changes and new sign-ins.
+   * `{ portalUrl }` is the portal's public URL, which links in mail are built on. Default none.
+   */
+  accounts?: PortalAccountOptions;
+  /**
+   * Where sign-ins, failures and throttled attempts are recorded. Default the events of `ssoSession` (on
+   * `req.sso`), so an app that gave them there gives nothing here.
+   */
+  events?: SecurityEvents;
 }
 
 /** The portal's settings, checked and with defaults applied. */
@@ -63,6 +79,9 @@ export interface PortalSettings {
   assetsPath: string;
   passkeys: PasskeySettings | undefined;
   twoFactor: TwoFactorSettings | undefined;
+  events: SecurityEvents | undefined;
+  /** The account pages' settings, notifier and reset links; undefined without `accounts`. */
+  accounts: AccountRuntime | undefined;
 }
 
 const LINK_EXAMPLE = "{ href: '/login/…', label: 'Sign in with …' }";
@@ -98,6 +117,8 @@ const SCHEMA: OptionSchema = {
   },
   passkeys: { type: 'object', expected: '{ credentials } (a CredentialStore such as new KeyValueCredentialStore(store))' },
   twoFactor: { type: 'object', expected: '{ credentials, sealingKey, issuer }' },
+  events: EVENTS_OPTION,
+  accounts: { type: 'object', expected: "{ portalUrl: 'https://auth.example.test', mailer, passwordPolicy, … }" },
 };
 
 /**
@@ -134,7 +155,8 @@ export function resolvePortalOptions(options: LoginPortalOptions): PortalSetting
     throw new OptionsError((error as Error).message);
   }
   const link = (l: PortalLoginLink): LoginLink => ({ href: l.href, label: l.label });
-  return {
+  const accounts = options.accounts === undefined ? undefined : resolveAccountOptions(options.accounts, options.users);
+  const settings: PortalSettings = {
     users: options.users,
     directorySource: options.users.source ?? DEFAULT_DIRECTORY_SOURCE,
     store: options.store,
@@ -146,5 +168,9 @@ export function resolvePortalOptions(options: LoginPortalOptions): PortalSetting
     assetsPath: options.assetsPath ?? '/portal-assets',
     passkeys,
     twoFactor: twoFactor === undefined ? undefined : resolveTwoFactor(twoFactor, options.store, throttle),
+    events: eventsOption('loginPortal', options.events),
+    accounts: undefined,
   };
+  if (accounts) settings.accounts = accountRuntime(settings, accounts);
+  return settings;
 }

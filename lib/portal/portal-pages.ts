@@ -30,6 +30,8 @@ export interface LoginPageModel {
   error?: string;
   qrLink?: LoginLink;
   providerLinks: LoginLink[];
+  /** The forgotten-password page, linked under the password form when the portal can mail reset links. */
+  forgotPasswordUrl?: string;
   /** Passkey sign-in: where the page script gets options and posts the assertion. None: no passkey sign-in. */
   passkeys?: { optionsUrl: string; signInUrl: string };
 }
@@ -79,7 +81,9 @@ export function renderLoginPage(model: LoginPageModel): string {
       `<input id="username" name="username" type="text" autocomplete="${usernameAutocomplete}" autocapitalize="none" spellcheck="false" required maxlength="256" value="${escapeHtml(model.username ?? '')}"${invalid}></div>` +
       `<div class="field"><label for="password">Password</label>` +
       `<input id="password" name="password" type="password" autocomplete="current-password" required maxlength="1024"${invalid}></div>` +
-      `<button type="submit" class="block">Sign in</button></form>${alternatives}`,
+      `<button type="submit" class="block">Sign in</button></form>` +
+      (model.forgotPasswordUrl ? `<p><a href="${escapeHtml(model.forgotPasswordUrl)}">Forgot your password?</a></p>` : '') +
+      alternatives,
   });
 }
 
@@ -106,6 +110,10 @@ export interface SessionsPageModel {
   logoutAction: string;
   /** The passkeys page, linked when the portal offers passkeys. */
   passkeysUrl?: string;
+  /** The "Recent security activity" page, linked when given. */
+  activityUrl?: string;
+  /** Further account pages linked under the list (password change, email address). */
+  accountLinks?: ReadonlyArray<{ href: string; label: string }>;
   notice?: string;
   /** The instant "last active" is counted from, epoch milliseconds. Default now. */
   now?: number;
@@ -141,7 +149,8 @@ function sessionItem(session: SessionRow, revokeAction: string, now: number): st
 
 /**
  * The "your sessions" page: each signed-in browser of the user by a readable device name ("Chrome on Linux"), its
- * IP and when it was last active ("5 minutes ago"), with a revoke button each; the current one is marked.
+ * IP and when it was last active ("5 minutes ago"), with a revoke button each; the current one is marked. At the
+ * end, "Sign out of this browser" and "Sign out everywhere" (`scope=everywhere`), both posting to `logoutAction`.
  *
  * @example
  * res.send(renderSessionsPage({ title: 'Your sessions', assetsPath: '/portal-assets', userName: 'Alice', sessions, revokeAction: '/sessions/revocations', logoutAction: '/logout' }));
@@ -159,15 +168,43 @@ export function renderSessionsPage(model: SessionsPageModel): string {
       `<p>Signed in as <strong>${escapeHtml(model.userName)}</strong>. Revoke any browser you do not recognise.</p>` +
       `<h2 id="browsers">Browsers where you are signed in</h2><ul class="sessions" aria-labelledby="browsers">${items}</ul>` +
       (model.passkeysUrl ? `<p><a href="${escapeHtml(model.passkeysUrl)}">Your passkeys</a></p>` : '') +
-      `<form method="post" action="${escapeHtml(model.logoutAction)}"><button type="submit" class="button secondary">Sign out of this browser</button></form>`,
+      (model.activityUrl ? `<p><a href="${escapeHtml(model.activityUrl)}">Recent security activity</a></p>` : '') +
+      (model.accountLinks ?? []).map((link) => `<p><a href="${escapeHtml(link.href)}">${escapeHtml(link.label)}</a></p>`).join('') +
+      '<h2 id="sign-out">Sign out</h2><div class="actions" role="group" aria-labelledby="sign-out">' +
+      `<form method="post" action="${escapeHtml(model.logoutAction)}"><button type="submit" class="button secondary">Sign out of this browser</button></form>` +
+      `<form method="post" action="${escapeHtml(model.logoutAction)}"><input type="hidden" name="scope" value="everywhere">` +
+      '<button type="submit" class="danger">Sign out everywhere</button></form></div>' +
+      '<p class="muted">Signing out everywhere ends every session of yours, in every browser and on every app.</p>' +
+      signOutOthersSection(model.logoutAction),
   });
 }
 
 /**
+ * The offer to end every other session of the user, this one kept (`scope=others` on the sign-out route): on the
+ * sessions page and on every page a changed sign-in method lands on (ASVS 5.0 7.4.3), since a factor replaced after a
+ * loss or a theft leaves the sessions the thief may hold.
+ *
+ * @example
+ * body += signOutOthersSection('/logout');
+ */
+export function signOutOthersSection(logoutAction: string): string {
+  return (
+    '<h2 id="other-sessions">Your other sessions</h2>' +
+    '<p>Changed how you sign in because a device was lost, or someone else may know your password or codes? ' +
+    'Sign out of every other browser and app where you are signed in; you stay signed in here.</p>' +
+    `<form method="post" action="${escapeHtml(logoutAction)}" data-sign-out-others><input type="hidden" name="scope" value="others">` +
+    '<button type="submit" class="button secondary">Sign out my other sessions</button></form>'
+  );
+}
+
+/**
  * The portal's only script: after a failed attempt it moves the keyboard focus to the password field (the
- * username is kept), so a keyboard user can retype at once; the alert itself is announced by role="alert".
+ * username is kept), so a keyboard user can retype at once; the alert itself is announced by role="alert". After a
+ * step-up a form waited for, it sends that form on (`data-resume`), so the user's click is not lost.
  */
 export const PORTAL_JS = `document.addEventListener('DOMContentLoaded', function () {
+  var resume = document.querySelector('form[data-resume]');
+  if (resume) { resume.submit(); return; }
   var alert = document.getElementById('login-error');
   var username = document.getElementById('username');
   var password = document.getElementById('password');

@@ -1,9 +1,9 @@
 import type { Request } from 'express';
 import { ForbiddenError, HttpError } from '../http/errors';
-import { checkRequestOrigin, type OriginRefusal } from '../session/csrf-guard';
+import { checkRequestOrigin, recordCsrfRefusal, type OriginRefusal } from '../session/csrf-guard';
 import type { SsoRequestContext } from '../session/types';
 import { debugChannel } from '../util/debug';
-import { requestOrigin } from '../util/request-origin';
+import { routedOrigin } from '../util/request-origin';
 
 const debug = debugChannel('portal');
 
@@ -35,13 +35,14 @@ export function ssoContext(req: Request): SsoRequestContext {
 /**
  * Refuses a POST from any origin but the portal's own (and the allowed ones), with or without a cookie: a forged
  * login would sign the victim into the attacker's account (login CSRF), and `csrfGuard` lets cookie-less requests
- * through. The portal's origin comes from the Host header and the trusted protocol (`requestOrigin`).
+ * through. The portal's origin comes from the Host header it was routed by and the trusted protocol (`routedOrigin`),
+ * never from `X-Forwarded-Host`.
  *
  * @example
  * requireSameOrigin(req, allowedOrigins);
  */
 export function requireSameOrigin(req: Request, allowed: ReadonlySet<string>): void {
-  const ownOrigin = requestOrigin(req);
+  const ownOrigin = routedOrigin(req);
   const refusal: OriginRefusal | 'no-host' | undefined =
     ownOrigin === undefined
       ? 'no-host'
@@ -56,6 +57,7 @@ export function requireSameOrigin(req: Request, allowed: ReadonlySet<string>): v
           allowed,
         );
   if (refusal === undefined) return;
+  recordCsrfRefusal(req, refusal, 'loginPortal');
   debug('refused %s %s: %s (origin %s)', req.method, req.path, refusal, req.headers.origin ?? 'none');
   throw new ForbiddenError({ code: 'csrf_origin', detail: REFUSALS[refusal] });
 }

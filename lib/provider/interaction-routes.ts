@@ -9,8 +9,10 @@ import type { SessionUser } from '../session/types';
 import { debugChannel } from '../util/debug';
 import { extendFormAction } from '../portal/login-page';
 import { renderConsentPage, renderContinuePage } from './provider-pages';
+import { asksConsentEveryTime } from './client-metadata';
 import type { ResolvedProviderOptions } from './provider-options';
-import type { ProviderRecords } from './provider-records';
+import { CONSENT_TTL_DAYS, type ProviderRecords } from './provider-records';
+import { CONNECTED_APPS_PATH } from './connected-apps';
 
 type Interaction = Awaited<ReturnType<Provider['interactionDetails']>>;
 
@@ -199,6 +201,12 @@ export function interactionRoutes(
             scopes: missing,
             allowAction: `${settings.pathPrefix}/interaction/${encodeURIComponent(interaction.uid)}/consent`,
             denyAction: `${settings.pathPrefix}/interaction/${encodeURIComponent(interaction.uid)}/abort`,
+            accessTokenSeconds: settings.lifetimes.accessToken,
+            refreshTokenSeconds: (client?.grantTypes ?? ['authorization_code', 'refresh_token']).includes('refresh_token')
+              ? settings.lifetimes.refreshToken
+              : 0,
+            rememberedDays: asksConsentEveryTime(client) ? 0 : CONSENT_TTL_DAYS,
+            connectedAppsUrl: CONNECTED_APPS_PATH,
           }),
         );
         return;
@@ -227,7 +235,11 @@ export function interactionRoutes(
       if (missing.length > 0) grant.addOIDCScope(missing.join(' '));
       if (claims.length > 0) grant.addOIDCClaims(claims);
       const grantId = await grant.save();
-      await records.rememberConsent(accountId, clientId, missing);
+      // A public third party is asked again next time: its consent holds for this request's grant only.
+      if (!asksConsentEveryTime(settings.clients.find((candidate) => candidate.clientId === clientId))) {
+        await records.rememberConsent(accountId, clientId, missing);
+      }
+      settings.events?.emit('provider.consent.granted', { reason: 'user', clientId, userId: accountId, scopes: missing }, req);
       await finish(req, res, { consent: { grantId } }, true);
     }),
   );
@@ -235,6 +247,10 @@ export function interactionRoutes(
   router.post(
     `${base}/abort`,
     guarded(async function denyConsent(req: Request, res: Response) {
+      if (settings.events) {
+        const clientId = (await (await providerOf()).interactionDetails(req, res)).params.client_id;
+        settings.events.emit('provider.consent.denied', { reason: 'user', ...(typeof clientId === 'string' ? { clientId } : {}) }, req);
+      }
       await finish(req, res, { error: 'access_denied', error_description: 'The user denied the request.' }, false);
     }),
   );

@@ -6,9 +6,13 @@ import { debugChannel } from '../util/debug';
 import { refuseMiddlewareUse } from '../util/options';
 import { interactionRoutes } from './interaction-routes';
 import { providerConfiguration, type OidcProviderModule } from './provider-config';
+import { useAtomicReplayDetection } from './provider-features';
 import { resolveProviderOptions, type OpenidProviderOptions } from './provider-options';
 import { ProviderRecords } from './provider-records';
+import { watchProviderDecisions } from './provider-events';
 import { endLinkedLogins, noteStoreOutage, portalSessionBridge } from './session-links';
+import { connectedAppsRoutes } from './connected-apps';
+import { listenForEndedAccess } from './grant-revocation';
 
 /**
  * The part of an oidc-provider instance the kit's public types name. oidc-provider is an optional peer dependency,
@@ -55,7 +59,9 @@ async function loadOidcProvider(): Promise<OidcProviderModule> {
  * the session. Codes, tokens and grants live in the kit store; ID tokens are signed with the kit's `KeySet` and
  * `<prefix>/jwks` serves the same JWKS as the token service. Ending a portal session (logout, logout everywhere,
  * revocation) sends back-channel logout tokens to its clients and revokes their tokens; RP-initiated logout ends
- * the portal session. Mount it at the root of the portal host after `ssoSession()`, before `loginPortal()`.
+ * the portal session. `GET /connected-apps` lists the apps the user allowed and withdraws them (their tokens
+ * revoked at once); `endProviderAccess` (an account disabled or removed) revokes all of a user's grants from any
+ * process sharing the store. Mount it at the root of the portal host after `ssoSession()`, before `loginPortal()`.
  *
  * @example
  * const op = openidProvider({ issuer: 'https://auth.example.test', keys, store, sessions, cookieSecrets: [secret],
@@ -69,15 +75,28 @@ export function openidProvider(options: OpenidProviderOptions): OpenidProviderRo
   const settings = resolveProviderOptions(options);
   const records = new ProviderRecords(settings.store, settings.lifetimes.refreshToken);
   let unsubscribe: (() => Promise<void>) | undefined;
+  let unsubscribeAccess: (() => Promise<void>) | undefined;
 
   const built = loadOidcProvider().then(async (oidc) => {
     const provider = new oidc.default(settings.issuer, providerConfiguration(oidc, settings, records));
     // The portal sits behind TLS termination; Express already decided whom to trust for the forwarded headers.
     provider.proxy = true;
+    useAtomicReplayDetection(provider, settings.store);
     provider.use(portalSessionBridge(settings, records));
     provider.on('server_error', noteStoreOutage);
+    if (settings.events) watchProviderDecisions(provider, settings.events);
+    provider.on(
+      'grant.success',
+      (ctx: { oidc?: { client?: { clientId?: string }; entities?: { AccessToken?: { accountId?: string } } } }) => {
+        const accountId = ctx.oidc?.entities?.AccessToken?.accountId;
+        const clientId = ctx.oidc?.client?.clientId;
+        // The last use the Connected apps page shows; a failure to record it must not fail the token request.
+        if (accountId && clientId) records.noteUse(accountId, clientId).catch(() => undefined);
+      },
+    );
+    unsubscribeAccess = await listenForEndedAccess(settings.store, provider, records, settings.events);
     unsubscribe = await settings.sessions.manager.onSessionsEnded((handles) => {
-      void Promise.all(handles.map(async (handle) => endLinkedLogins(provider, await records.takeLinks(handle)))).catch(
+      void Promise.all(handles.map(async (handle) => endLinkedLogins(provider, await records.takeLinks(handle), settings.events))).catch(
         (error: unknown) => {
           debug('logout propagation failed: %s', error instanceof Error ? error.name : 'error');
         },
@@ -98,6 +117,7 @@ export function openidProvider(options: OpenidProviderOptions): OpenidProviderRo
     res.type('application/jwk-set+json').send(JSON.stringify(settings.keys.publicJwks()));
   });
   router.use(interactionRoutes(providerOf, settings, records));
+  router.use(connectedAppsRoutes(providerOf, settings, records));
   router.use(
     guarded(async function openidProviderEndpoints(req: Request, res: Response, next: NextFunction) {
       if (req.path !== '/.well-known/openid-configuration' && !req.path.startsWith(`${prefix}/`)) {
@@ -118,12 +138,17 @@ export function openidProvider(options: OpenidProviderOptions): OpenidProviderRo
       await callback(req, res);
     }),
   );
-  Object.defineProperty(router, 'ready', { value: built.then(() => undefined), enumerable: true });
+  const ready = built.then(() => undefined);
+  // Whoever awaits `ready` still sees the failure; an app that never does must not crash on an unhandled rejection
+  // (oidc-provider missing, or the store down while the router starts).
+  ready.catch(() => undefined);
+  Object.defineProperty(router, 'ready', { value: ready, enumerable: true });
   Object.defineProperty(router, 'provider', { value: providerOf, enumerable: true });
   Object.defineProperty(router, 'close', {
     value: async () => {
       await built.catch(() => undefined);
       await unsubscribe?.();
+      await unsubscribeAccess?.();
     },
     enumerable: true,
   });

@@ -1,37 +1,19 @@
 import type { Request } from 'express';
-import type { ClientMetadata, Configuration, KoaContextWithOIDC } from 'oidc-provider' with { 'resolution-mode': 'import' };
+import type { Configuration, KoaContextWithOIDC } from 'oidc-provider' with { 'resolution-mode': 'import' };
 import type * as OidcModule from 'oidc-provider' with { 'resolution-mode': 'import' };
 import { extendFormAction } from '../portal/login-page';
 import { authenticationOf } from '../session/authentication';
 import { backchannelFetch } from './backchannel-fetch';
 import { renderLogoutConfirmPage, renderNoticePage } from './provider-pages';
-import type { ProviderClient, ResolvedProviderOptions } from './provider-options';
+import { asksConsentEveryTime, clientMetadata, OPENID_SCOPES } from './client-metadata';
+import { levelThreeAlgorithms, levelThreeFeatures } from './provider-features';
+import type { ResolvedProviderOptions } from './provider-options';
 import { INTERACTION_TTL_SECONDS, type ProviderRecords } from './provider-records';
 import { storeAdapter } from './store-adapter';
 import { HttpError } from '../http/errors';
 
 /** The oidc-provider module, loaded lazily (it is an optional peer dependency and ESM-only). */
 export type OidcProviderModule = typeof OidcModule;
-
-function clientMetadata(client: ProviderClient, idTokenAlg: string): ClientMetadata {
-  const grants = [...(client.grantTypes ?? ['authorization_code', 'refresh_token'])];
-  const interactive = grants.includes('authorization_code');
-  return {
-    client_id: client.clientId,
-    ...(client.clientSecret === undefined
-      ? { token_endpoint_auth_method: 'none' }
-      : { client_secret: client.clientSecret, token_endpoint_auth_method: 'client_secret_basic' }),
-    redirect_uris: [...(client.redirectUris ?? [])],
-    post_logout_redirect_uris: [...(client.postLogoutRedirectUris ?? [])],
-    grant_types: grants,
-    response_types: interactive ? ['code'] : [],
-    id_token_signed_response_alg: idTokenAlg as ClientMetadata['id_token_signed_response_alg'],
-    ...(client.scopes ? { scope: client.scopes.join(' ') } : {}),
-    ...(client.backchannelLogoutUri
-      ? { backchannel_logout_uri: client.backchannelLogoutUri, backchannel_logout_session_required: true }
-      : {}),
-  };
-}
 
 /** The portal session's user on the request oidc-provider is serving (Express ran `ssoSession` before it). */
 export function portalUserOf(ctx: KoaContextWithOIDC): Request['user'] {
@@ -65,8 +47,8 @@ function interactionPolicy(oidc: OidcProviderModule): NonNullable<NonNullable<Co
 }
 
 /**
- * The oidc-provider configuration of `openidProvider`: the kit's key, store, clients and pages; PKCE S256 for every
- * client; refresh tokens rotated on each use (a reused one revokes its grant); `client_credentials`, introspection,
+ * The oidc-provider configuration of `openidProvider`: the kit's key, store, clients and pages; the code flow only,
+ * PKCE S256 for every client, `client_secret_basic` for confidential ones; refresh tokens rotated on each use (a reused one revokes its grant, and none outlives the first of its grant); `client_credentials`, introspection,
  * revocation, RP-initiated and back-channel logout; grants loaded per the client's first- or third-party status.
  *
  * @example
@@ -83,10 +65,12 @@ export function providerConfiguration(
   const serviceScopes = settings.serviceScopes;
   return {
     adapter: storeAdapter(settings.store, (detail) => new oidc.errors.InvalidGrant(detail)),
-    clients: settings.clients.map((client) => clientMetadata(client, signing.alg)),
+    clients: settings.clients.map((client) => clientMetadata(client, settings, signing.alg)),
     jwks: { keys: [jwk as never] },
     cookies: { keys: settings.cookieSecrets },
-    scopes: ['openid', 'offline_access', 'profile', 'email', ...serviceScopes],
+    // An API's scopes are not listed: they belong to its resource indicator, where getResourceServerInfo allows a client
+    // only those of its own `scopes`.
+    scopes: [...OPENID_SCOPES, ...serviceScopes],
     // acr, amr and auth_time always: relying parties decide on them (step-up, max age) without asking for them.
     claims: {
       acr: null,
@@ -98,17 +82,25 @@ export function providerConfiguration(
       email: ['email', 'email_verified'],
     },
     pkce: { required: () => true },
+    // The code flow only (no implicit or hybrid: no token in a URL), and a confidential client's secret only in the
+    // Basic header (RFC 6749 §2.3.1), never in a form body a proxy or a log might keep: discovery publishes exactly
+    // these, and a request of another kind is refused (unsupported_response_type, invalid_client).
+    responseTypes: ['code'],
+    clientAuthMethods: ['client_secret_basic', 'private_key_jwt', 'none'],
     acrValues: ['1fa', '2fa', 'phr'],
     routes: {
       authorization: `${prefix}/auth`,
       end_session: `${prefix}/session/end`,
       introspection: `${prefix}/token/introspection`,
       jwks: `${prefix}/jwks`,
+      pushed_authorization_request: `${prefix}/request`,
       revocation: `${prefix}/token/revocation`,
       token: `${prefix}/token`,
       userinfo: `${prefix}/me`,
     },
     features: {
+      // DPoP, PAR, resource indicators and FAPI 2.0: typed loosely by oidc-provider's types (a union per feature).
+      ...(levelThreeFeatures(settings, (detail) => new oidc.errors.InvalidTarget(detail)) as object),
       devInteractions: { enabled: false },
       clientCredentials: { enabled: true },
       introspection: {
@@ -142,7 +134,9 @@ export function providerConfiguration(
       ClientCredentials: lifetimes.accessToken,
       AuthorizationCode: lifetimes.authorizationCode,
       IdToken: lifetimes.idToken,
-      RefreshToken: lifetimes.refreshToken,
+      // A rotated refresh token lives only as long as the one it replaces had left (ASVS 5.0 10.4.8): rotation
+      // never slides a grant's refresh past the expiry of its first token.
+      RefreshToken: (ctx) => ctx?.oidc?.entities.RotatedRefreshToken?.remainingTTL ?? lifetimes.refreshToken,
       Grant: lifetimes.refreshToken,
       Session: settings.sessions.context.absoluteLifetimeSeconds,
       Interaction: INTERACTION_TTL_SECONDS,
@@ -160,15 +154,32 @@ export function providerConfiguration(
       const session = ctx.oidc.session;
       if (!client || !session?.accountId) return undefined;
       const { Grant } = ctx.oidc.provider;
-      const grantId = ctx.oidc.result?.consent?.grantId ?? session.grantIdFor(client.clientId);
+      // A third-party public client (no client authentication) cannot prove it is the client the user allowed: any
+      // app can send its client id and a registered redirect URI it does not own (on a device, a claimed custom
+      // scheme). Its consent is asked at every authorization request and never remembered (ASVS 10.7.1): only the
+      // consent given in this request's own interaction counts, not an earlier grant of the session.
+      const asksEveryTime = asksConsentEveryTime(settings.clients.find((candidate) => candidate.clientId === client.clientId));
+      const givenNow = ctx.oidc.result?.consent?.grantId;
+      const grantId = asksEveryTime ? givenNow : (givenNow ?? session.grantIdFor(client.clientId));
       const found = grantId ? await Grant.find(grantId) : undefined;
-      const grant =
-        found && found.accountId === session.accountId ? found : new Grant({ clientId: client.clientId, accountId: session.accountId });
+      const own = found && found.accountId === session.accountId && found.clientId === client.clientId ? found : undefined;
+      const grant = own ?? new Grant({ clientId: client.clientId, accountId: session.accountId });
       const requested = [...(ctx.oidc.requestParamScopes ?? [])];
-      // First-party clients need no consent; a third party gets what this user allowed it before, the rest is asked.
-      const allowed = thirdParty.has(client.clientId) ? await records.consentedScopes(session.accountId, client.clientId) : requested;
+      // First-party clients need no consent; a third party gets what this user allowed it before (a public one: in
+      // this request), the rest is asked.
+      const allowed = !thirdParty.has(client.clientId)
+        ? requested
+        : asksEveryTime
+          ? (own?.getOIDCScope() ?? '').split(' ').filter(Boolean)
+          : await records.consentedScopes(session.accountId, client.clientId);
       const scopes = requested.filter((scope) => allowed.includes(scope));
-      if (scopes.length > 0) grant.addOIDCScope(scopes.join(' '));
+      const openidScopes = scopes.filter((scope) => OPENID_SCOPES.includes(scope) || serviceScopes.includes(scope));
+      if (openidScopes.length > 0) grant.addOIDCScope(openidScopes.join(' '));
+      // An API's scopes go to its resource, as far as the client may hold them (getResourceServerInfo narrowed them).
+      for (const [indicator, server] of Object.entries(ctx.oidc.resourceServers ?? {})) {
+        const granted = scopes.filter((scope) => (server.scope ?? '').split(' ').includes(scope));
+        if (granted.length > 0) grant.addResourceScope(indicator, granted.join(' '));
+      }
       if (!thirdParty.has(client.clientId)) {
         const claims = ctx.oidc.claims ?? {};
         const names = [...Object.keys(claims.id_token ?? {}), ...Object.keys(claims.userinfo ?? {})];
@@ -183,8 +194,8 @@ export function providerConfiguration(
     },
     // Browsers may call the token endpoints only from the origin of one of the client's own redirect URIs.
     clientBasedCORS: (_ctx, origin, client) => (client.redirectUris ?? []).some((uri) => new URL(uri).origin === origin),
-    enabledJWA: { idTokenSigningAlgValues: [signing.alg] as never },
-    // The provider's only outgoing calls go to its clients' back-channel logout endpoints.
+    enabledJWA: { idTokenSigningAlgValues: [signing.alg] as never, ...levelThreeAlgorithms() },
+    // The provider's only outgoing calls go to its clients' back-channel logout endpoints and jwks_uri.
     fetch: backchannelFetch(settings.allowPrivateNetworkBackchannel) as Configuration['fetch'],
   };
 }

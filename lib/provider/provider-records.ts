@@ -18,7 +18,9 @@ export interface SessionLink {
   accountId: string;
 }
 
-const CONSENT_TTL_SECONDS = 365 * 86400;
+/** How long a consent is remembered, days (ASVS 10.7.2: the consent page says so). */
+export const CONSENT_TTL_DAYS = 365;
+const CONSENT_TTL_SECONDS = CONSENT_TTL_DAYS * 86400;
 /** As long as oidc-provider keeps an interaction. */
 export const INTERACTION_TTL_SECONDS = 600;
 
@@ -28,6 +30,18 @@ function accountKey(userId: string): string {
 
 function consentKey(userId: string, clientId: string): string {
   return `op-consent:{${userId}}:${clientId}`;
+}
+
+function grantsKey(userId: string): string {
+  return `op-grants:{${userId}}`;
+}
+
+function consentedClientsKey(userId: string): string {
+  return `op-consented:{${userId}}`;
+}
+
+function usedKey(userId: string, clientId: string): string {
+  return `op-used:{${userId}}:${clientId}`;
 }
 
 function linksKey(handle: string): string {
@@ -68,7 +82,17 @@ export class ProviderRecords {
   }
 
   async rememberConsent(userId: string, clientId: string, scopes: readonly string[]): Promise<void> {
-    if (scopes.length > 0) await this.store.addToSet(consentKey(userId, clientId), scopes, CONSENT_TTL_SECONDS);
+    if (scopes.length === 0) return;
+    await this.store.addToSet(consentKey(userId, clientId), scopes, CONSENT_TTL_SECONDS);
+    // Which clients hold a remembered consent, so the user can see and withdraw one even when no grant is live.
+    await this.store.addToSet(consentedClientsKey(userId), [clientId], CONSENT_TTL_SECONDS);
+  }
+
+  /** The clients the user gave a consent that is still remembered. */
+  async consentedClients(userId: string): Promise<string[]> {
+    const clients = await this.store.members(consentedClientsKey(userId));
+    const remembered = await Promise.all(clients.map(async (clientId) => (await this.consentedScopes(userId, clientId)).length > 0));
+    return clients.filter((_clientId, position) => remembered[position]);
   }
 
   async askedReauthentication(interactionUid: string): Promise<void> {
@@ -83,6 +107,50 @@ export class ProviderRecords {
 
   async link(handle: string, link: SessionLink, ttlSeconds: number): Promise<void> {
     await this.store.addToSet(linksKey(handle), [JSON.stringify(link)], ttlSeconds);
+    // Also under the user, for as long as the grant's refresh tokens can live: what "Connected apps" lists and what
+    // disabling the account or withdrawing a consent revokes, whether or not the session is still there.
+    await this.store.addToSet(grantsKey(link.accountId), [JSON.stringify(link)], this.accountTtlSeconds);
+    await this.noteUse(link.accountId, link.clientId);
+  }
+
+  /** Records that the client used the user's grant now (a code issued, a token issued or refreshed). */
+  async noteUse(userId: string, clientId: string): Promise<void> {
+    await this.store.set(usedKey(userId, clientId), String(Date.now()), this.accountTtlSeconds);
+  }
+
+  /** When the client last used the user's grant, epoch milliseconds; undefined when unknown. */
+  async lastUse(userId: string, clientId: string): Promise<number | undefined> {
+    const text = await this.store.get(usedKey(userId, clientId));
+    return text === null ? undefined : Number(text);
+  }
+
+  /** Every grant the user gave (one per client and portal session), from the user's index. */
+  async grantsOf(userId: string): Promise<SessionLink[]> {
+    return parseLinks(await this.store.members(grantsKey(userId)));
+  }
+
+  /**
+   * Takes the user's grants out of the index (all of them, or one client's) and forgets the clients' remembered
+   * consents, so the next sign-in at such a client asks again; answers the grants to revoke and how many
+   * remembered consents were forgotten.
+   */
+  async takeGrants(userId: string, clientId?: string): Promise<{ grants: SessionLink[]; consents: number }> {
+    const consented = await this.consentedClients(userId);
+    const members = await this.store.members(grantsKey(userId));
+    const taken = members.filter((member) => clientId === undefined || parseLinks([member])[0]?.clientId === clientId);
+    if (taken.length > 0) await this.store.removeFromSet(grantsKey(userId), taken);
+    const links = parseLinks(taken);
+    const clients = clientId === undefined ? [...new Set([...links.map((link) => link.clientId), ...consented])] : [clientId];
+    if (clients.length > 0) {
+      await this.store.delete(...clients.flatMap((client) => [consentKey(userId, client), usedKey(userId, client)]));
+      await this.store.removeFromSet(consentedClientsKey(userId), clients);
+    }
+    return { grants: links, consents: consented.filter((client) => clients.includes(client)).length };
+  }
+
+  /** Drops the user's claims snapshot: refresh tokens and userinfo stop working for the account at once. */
+  async forgetAccount(userId: string): Promise<void> {
+    await this.store.delete(accountKey(userId));
   }
 
   /**
@@ -93,12 +161,16 @@ export class ProviderRecords {
     if (!(await this.store.setIfAbsent(`${linksKey(handle)}:taken`, '1', 60))) return [];
     const members = await this.store.members(linksKey(handle));
     await this.store.delete(linksKey(handle));
-    return members.flatMap((member) => {
-      try {
-        return [JSON.parse(member) as SessionLink];
-      } catch {
-        return [];
-      }
-    });
+    return parseLinks(members);
   }
+}
+
+function parseLinks(members: readonly string[]): SessionLink[] {
+  return members.flatMap((member) => {
+    try {
+      return [JSON.parse(member) as SessionLink];
+    } catch {
+      return [];
+    }
+  });
 }

@@ -1,8 +1,10 @@
 import type { Request, Response } from 'express';
 import type Provider from 'oidc-provider' with { 'resolution-mode': 'import' };
 import type { KoaContextWithOIDC } from 'oidc-provider' with { 'resolution-mode': 'import' };
-import { logout } from '../session/logout';
+import type { SecurityEvents } from '../events/security-events';
+import { endCurrentSession } from '../session/logout';
 import { StoreUnavailableError } from '../store';
+import { redactPath } from '../http/log-redaction';
 import { debugChannel, redactCredentials } from '../util/debug';
 import type { ResolvedProviderOptions } from './provider-options';
 import type { ProviderRecords, SessionLink } from './provider-records';
@@ -17,17 +19,25 @@ interface BackchannelClient {
 /**
  * Ends what the portal session opened at its clients: each client gets an OpenID back-channel logout token (when
  * it registered a `backchannelLogoutUri`), and every code, access and refresh token of the grant is revoked. A
- * client that does not answer is logged (its tokens are revoked anyway).
+ * client that does not answer is logged (its tokens are revoked anyway). Both are recorded in `events`; when no
+ * request caused them (the portal session ended elsewhere) they carry the user and the client, not a request.
  *
  * @example
- * await endLinkedLogins(provider, await records.takeLinks(handle));
+ * await endLinkedLogins(provider, await records.takeLinks(handle), events);
  */
-export async function endLinkedLogins(provider: Provider, links: readonly SessionLink[]): Promise<void> {
+export async function endLinkedLogins(
+  provider: Provider,
+  links: readonly SessionLink[],
+  events?: SecurityEvents,
+  reason: 'session_ended' | 'consent_withdrawn' | 'account_disabled' = 'session_ended',
+  req?: Request,
+): Promise<void> {
   await Promise.all(
     links.map(async (link) => {
       const client = (await provider.Client.find(link.clientId)) as unknown as BackchannelClient | undefined;
       const notify = client?.backchannelLogoutUri
         ? client.backchannelLogout(link.accountId, link.sid).catch((error: unknown) => {
+            events?.emit('provider.backchannel.failed', { reason: 'delivery_failed', clientId: link.clientId, userId: link.accountId });
             debug(
               'back-channel logout of client %s failed: %s',
               link.clientId,
@@ -43,6 +53,7 @@ export async function endLinkedLogins(provider: Provider, links: readonly Sessio
         provider.AuthorizationCode.revokeByGrantId(link.grantId),
         grant?.destroy(),
       ]);
+      events?.emit('provider.grant.revoked', { reason, clientId: link.clientId, userId: link.accountId }, req);
     }),
   );
 }
@@ -64,8 +75,13 @@ export function noteStoreOutage(ctx: KoaContextWithOIDC, error: unknown): void {
   }
 }
 
-function answerOutage(ctx: KoaContextWithOIDC): void {
+function answerOutage(ctx: KoaContextWithOIDC, events: SecurityEvents | undefined): void {
   debug('provider request %s answered 503: the store is unavailable', ctx.path);
+  events?.emit(
+    'store.unavailable',
+    { reason: 'store_unavailable', status: 503, httpMethod: ctx.method, path: redactPath(ctx.path) },
+    ctx.req as unknown as Request,
+  );
   ctx.status = 503;
   ctx.set('Retry-After', '5');
   ctx.set('Cache-Control', 'no-store');
@@ -86,7 +102,7 @@ export function portalSessionBridge(settings: ResolvedProviderOptions, records: 
   return async function bridgePortalSession(ctx: KoaContextWithOIDC, next: () => Promise<void>): Promise<void> {
     await next();
     if (ctx.state[STORE_OUTAGE] === true) {
-      answerOutage(ctx);
+      answerOutage(ctx, settings.events);
       return;
     }
     const oidc = ctx.oidc as KoaContextWithOIDC['oidc'] | undefined;
@@ -110,7 +126,7 @@ export function portalSessionBridge(settings: ResolvedProviderOptions, records: 
     if (route === 'end_session_confirm' && ctx.status < 400 && req.user && req.sessionID) {
       // oidc-provider has just logged out the clients of its session; these links would only notify them twice.
       await records.takeLinks(settings.sessions.manager.handleOf(req.sessionID));
-      await logout(req, ctx.res as unknown as Response);
+      await endCurrentSession(req, ctx.res as unknown as Response, 'provider_logout');
     }
   };
 }

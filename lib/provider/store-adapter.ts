@@ -5,7 +5,14 @@ import type { KeyValueStore } from '../store';
 export type InvalidGrantFactory = (detail: string) => Error;
 
 // Models whose records are single-use: consuming one twice is a replay, never a second success.
-const SINGLE_USE = new Set(['AuthorizationCode', 'RefreshToken', 'DeviceCode', 'BackchannelAuthenticationRequest', 'PreAuthorizedCode']);
+const SINGLE_USE = new Set([
+  'AuthorizationCode',
+  'RefreshToken',
+  'DeviceCode',
+  'BackchannelAuthenticationRequest',
+  'PreAuthorizedCode',
+  'PushedAuthorizationRequest',
+]);
 // Grant-bound models are listed under their grant, so a revoked grant takes all its tokens with it.
 const GRANT_INDEX_TTL_FALLBACK_SECONDS = 14 * 24 * 3600;
 

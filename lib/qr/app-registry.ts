@@ -17,6 +17,13 @@ export interface QrAppRegistration {
    * to sign in", for a user without the phone app at hand. Default: no such link.
    */
   loginPageUrl?: string;
+  /**
+   * The app is the provider's own (the portal that is its own QR provider, or another app of the same
+   * organisation): its `/sns/userinfo` answers also carry `user_id`, the directory's id of the user, so the app can
+   * sign the user in as the directory's account (`ssoSession({ linkAccount })`) rather than as a QR identity of its
+   * own. Other apps see only their pseudonymous `openid` and the provider-wide `unionid`. Default false.
+   */
+  releaseUserId?: boolean;
 }
 
 /** A registered app after validation, with its digest decoded once. */
@@ -26,6 +33,7 @@ export interface RegisteredQrApp {
   redirectUris: ReadonlySet<string>;
   secretDigest: Buffer;
   loginPageUrl: string | undefined;
+  releaseUserId: boolean;
 }
 
 const HASH_PREFIX = 'sha256:';
@@ -143,6 +151,7 @@ const REGISTRATION: OptionSchema = {
     expected: 'the absolute URL of the app\'s own sign-in page, like "https://auth.example.test/login"',
     check: (url: string) => appUrlProblem(url, 'https://auth.example.test/login'),
   },
+  releaseUserId: { type: 'boolean' },
 };
 
 /**
@@ -160,10 +169,17 @@ export function buildAppRegistry(apps: unknown, where = 'qrLoginProvider'): Read
   apps.forEach((entry: unknown, index) => {
     const appid = (entry as { appid?: unknown } | null)?.appid;
     checkOptions(`${where}: apps[${index}]${typeof appid === 'string' ? ` ("${appid}")` : ''}`, entry, REGISTRATION);
-    const { secretHash, name, redirectUris, loginPageUrl } = entry as unknown as QrAppRegistration;
+    const { secretHash, name, redirectUris, loginPageUrl, releaseUserId } = entry as unknown as QrAppRegistration;
     if (registry.has(appid as string)) throw new OptionsError(`${where}: appid "${String(appid)}" is registered twice`);
     const secretDigest = Buffer.from(secretHash.slice(HASH_PREFIX.length), 'base64url');
-    registry.set(appid as string, { appid: appid as string, name, redirectUris: new Set(redirectUris), secretDigest, loginPageUrl });
+    registry.set(appid as string, {
+      appid: appid as string,
+      name,
+      redirectUris: new Set(redirectUris),
+      secretDigest,
+      loginPageUrl,
+      releaseUserId: releaseUserId === true,
+    });
   });
   return registry;
 }

@@ -4,10 +4,10 @@ import { methodNotAllowed } from '../http/handlers';
 import { debugChannel } from '../util/debug';
 import { requireSessionUser } from './confirming-user';
 import { guarded } from '../http/handlers';
-import { providerOrigin, sendPage, type QrProviderContext } from './provider-context';
+import { providerOwnOrigin, sendPage, type QrProviderContext } from './provider-context';
 import { renderConfirmationPage } from './qr-pages';
 import { QR_STYLESHEET_PATH } from './qrconnect-route';
-import { loadRequest, transitionRefusal, TRANSITIONS } from './qr-logins-resource';
+import { loadRequest, recordDecision, transitionRefusal, TRANSITIONS } from './qr-logins-resource';
 import { effectiveStatus, type QrLoginTransition } from './qr-state';
 
 const debug = debugChannel('qr');
@@ -28,7 +28,7 @@ export function confirmationRoutes(context: QrProviderContext, router: Router = 
     // The form changes state with the session cookie, so it must come from a page of this provider (CSRF).
     const origin = req.get('origin');
     const fetchSite = req.get('sec-fetch-site');
-    const expected = providerOrigin(context, req);
+    const expected = providerOwnOrigin(context, req);
     const ok = origin !== undefined ? expected !== undefined && origin === expected : fetchSite === 'same-origin';
     if (!ok) debug('confirmation form refused: Origin %j (Sec-Fetch-Site %j) is not this provider %j', origin, fetchSite, expected);
     next(ok ? undefined : new ForbiddenError({ code: 'cross_origin_request', detail: 'The form must be sent from this site.' }));
@@ -75,10 +75,12 @@ export function confirmationRoutes(context: QrProviderContext, router: Router = 
           const current = await requests.get(authCode);
           if (current && effectiveStatus(current, Date.now()) === 'pending') {
             const scanned = await requests.transition(authCode, 'scanned', userId, codeLifetimeSeconds);
+            if (scanned.ok) recordDecision(context, req, 'scanned', scanned, userId);
             if (!scanned.ok && scanned.reason !== 'illegal_transition') throw transitionRefusal(scanned.reason, scanned.status, 'scanned');
           }
         }
         const result = await requests.transition(authCode, to as QrLoginTransition, userId, codeLifetimeSeconds);
+        recordDecision(context, req, to as QrLoginTransition, result, userId);
         if (!result.ok) throw transitionRefusal(result.reason, result.status, to as QrLoginTransition);
         res.redirect(303, req.originalUrl);
       }),

@@ -1,7 +1,7 @@
 import type { RequestHandler } from 'express';
 import { ForbiddenError, UnauthorizedError } from '../http/errors';
 import { debugChannel } from '../util/debug';
-import type { QrProviderContext } from './provider-context';
+import { providerOrigin, type QrProviderContext } from './provider-context';
 
 const debug = debugChannel('qr');
 
@@ -90,7 +90,14 @@ export function requireSessionUser(context: QrProviderContext): RequestHandler {
       return;
     }
     if (loginUrl && req.method === 'GET') {
-      res.redirect(303, `${loginUrl}?${new URLSearchParams({ return_to: req.originalUrl })}`);
+      // The page names itself in full: a bare path would be resolved by the login page against its own idea of
+      // home (another site of the domain), not against this provider, and the phone would land on a 404 there.
+      const origin = providerOrigin(context, req);
+      const here = origin === undefined ? undefined : `${origin}${req.originalUrl}`;
+      res.redirect(
+        303,
+        here === undefined ? loginUrl : `${loginUrl}${loginUrl.includes('?') ? '&' : '?'}${new URLSearchParams({ return_to: here })}`,
+      );
       return;
     }
     next(new UnauthorizedError({ code: 'login_required', detail: 'Sign in to the provider first.' }));

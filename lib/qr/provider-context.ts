@@ -1,6 +1,6 @@
 import type { Request, RequestHandler, Response } from 'express';
 import { MethodNotAllowedError } from '../http/errors';
-import { requestOrigin } from '../util/request-origin';
+import { requestOrigin, routedOrigin } from '../util/request-origin';
 import type { KeyValueStore } from '../store/port';
 import type { RegisteredQrApp } from './app-registry';
 import type { QrLoginRequests } from './qr-login-requests';
@@ -45,14 +45,26 @@ export function sendPage(res: Response, status: number, html: string): void {
 }
 
 /**
- * The provider's public origin: `publicUrl` when set, otherwise the request's own (`requestOrigin`: the Host
- * header, or X-Forwarded-Host behind a trusted proxy). Undefined for a request without a usable host.
+ * The provider's public origin, to build its URLs with: `publicUrl` when set, otherwise the request's own
+ * (`requestOrigin`: the Host header, or X-Forwarded-Host behind a trusted proxy). Undefined for a request without a
+ * usable host.
  *
  * @example
  * const qrUrl = `${providerOrigin(context, req)}${req.baseUrl}/sns/qr-logins/${authCode}/confirmation`;
  */
 export function providerOrigin(context: QrProviderContext, req: Request): string | undefined {
   return context.settings.publicOrigin ?? requestOrigin(req);
+}
+
+/**
+ * The origin a state-changing form of the provider must come from: `publicUrl` when set, otherwise the origin the
+ * request was routed to (`routedOrigin`: its Host header, never `X-Forwarded-Host`, which a client can set).
+ *
+ * @example
+ * const ok = req.get('origin') === providerOwnOrigin(context, req);
+ */
+export function providerOwnOrigin(context: QrProviderContext, req: Request): string | undefined {
+  return context.settings.publicOrigin ?? routedOrigin(req);
 }
 
 /**

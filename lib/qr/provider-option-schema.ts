@@ -1,3 +1,4 @@
+import { EVENTS_OPTION, eventsOption } from '../events/event-source';
 import { DEFAULT_DIRECTORY_SOURCE, sourceProblem } from '../session/identity';
 import { checkOptions, OptionsError, type OptionSchema, type OptionSpec } from '../util/options';
 import type { QrLoginProviderOptions, ResolvedProviderOptions } from './provider-options';
@@ -91,6 +92,7 @@ const SCHEMA: OptionSchema = {
     expected: 'a path on this provider, like "/login"',
     check: (url: string) => (url.startsWith('/') && !url.startsWith('//') ? undefined : 'must be a path on this provider, like "/login"'),
   },
+  events: EVENTS_OPTION,
 };
 
 /**
@@ -124,5 +126,6 @@ export function resolveProviderOptions(options: QrLoginProviderOptions): Resolve
     loginUrl: options.loginUrl,
     directorySource: source ?? DEFAULT_DIRECTORY_SOURCE,
     appTokenIssuer: options.appTokenIssuer,
+    events: eventsOption('qrLoginProvider', options.events),
   };
 }

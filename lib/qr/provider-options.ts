@@ -1,3 +1,4 @@
+import type { SecurityEvents } from '../events/security-events';
 import type { RequestHandler } from 'express';
 import type { KeyValueStore } from '../store/port';
 import type { QrAppRegistration } from './app-registry';
@@ -64,6 +65,11 @@ export interface QrLoginProviderOptions {
   bindingCookieName?: string;
   /** Where the web confirmation page sends a visitor without a session; gets `?return_to=<page>`. Default: 401. */
   loginUrl?: string;
+  /**
+   * Where scans, confirmations, denials and refused decisions are recorded (and, for the app's `errorHandler`, the
+   * provider's outages). Default the events of `ssoSession` when the provider runs after it.
+   */
+  events?: SecurityEvents;
 }
 
 /** The provider's settings once validated, with every default applied. */
@@ -83,4 +89,5 @@ export interface ResolvedProviderOptions {
   directorySource: string;
   /** The issuer of the phone app's tokens, when `authenticateApp` is given. */
   appTokenIssuer: string | undefined;
+  events: SecurityEvents | undefined;
 }

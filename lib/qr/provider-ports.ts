@@ -1,3 +1,4 @@
+import type { Request } from 'express';
 import type { JwtPayload } from '../tokens/types';
 
 /** A user as the QR-login provider reads it for `/sns/userinfo`. The portal's `DirectoryUser` fits. */
@@ -60,8 +61,11 @@ export interface QrTokenIssuer {
    */
   verifyAccessToken(token: string, audience: string): Promise<JwtPayload>;
   issueRefreshToken(request: { subject: string; clientId: string; grantId: string; scope: string }): Promise<string>;
-  /** Rotates a refresh token of `clientId`; rejects when it is unknown, spent, expired, revoked or another client's. */
-  rotateRefreshToken(refreshToken: string, clientId: string): Promise<QrRotatedRefreshToken>;
+  /**
+   * Rotates a refresh token of `clientId`; rejects when it is unknown, spent, expired, revoked or another client's.
+   * `req` is the request presenting it, for the security event of a detected reuse.
+   */
+  rotateRefreshToken(refreshToken: string, clientId: string, req?: Request): Promise<QrRotatedRefreshToken>;
   revokeGrant(grantId: string): Promise<void>;
   isRevoked(claims: JwtPayload): Promise<boolean>;
 }

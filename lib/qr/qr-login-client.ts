@@ -12,6 +12,8 @@ export interface QrUserinfo {
   headimgurl?: string;
   privilege?: string[];
   unionid?: string;
+  /** The kit's provider only, to apps registered with `releaseUserId`: the directory's id of the user. */
+  user_id?: string;
   [field: string]: unknown;
 }
 

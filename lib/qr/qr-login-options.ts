@@ -1,3 +1,5 @@
+import { EVENTS_OPTION, eventsOption } from '../events/event-source';
+import type { SecurityEvents } from '../events/security-events';
 import { sourceProblem } from '../session/identity';
 import type { LoginUser } from '../session/types';
 import { checkOptions, OptionsError, type OptionSchema } from '../util/options';
@@ -27,7 +29,8 @@ export interface QrLoginOptions {
   /**
    * Maps the provider's profile to the user's name, roles and attributes. The identity is always
    * (`qr:<providerUrl>#<appid>`, openid); map it onto a local account with `ssoSession({ linkAccount })`.
-   * Default: name = nickname, no roles, attributes `{ openid, unionid? }`.
+   * Default: name = nickname, no roles, attributes `{ openid, unionid?, user_id? }` (`user_id`: the provider
+   * directory's id of the user, which the kit's provider releases only to apps registered with `releaseUserId`).
    */
   mapUser?: (userinfo: QrUserinfo) => QrUserProfile | Promise<QrUserProfile>;
   /** How long one provider call may take, in seconds (fractions allowed). Default 5; then the callback answers 503. */
@@ -36,6 +39,8 @@ export interface QrLoginOptions {
   stateLifetimeSeconds?: number;
   /** How many QR logins one browser may have in flight (tabs); the oldest is dropped beyond. Default 5. */
   maxPendingLogins?: number;
+  /** Where QR sign-ins and refused callbacks are recorded. Default the events of `ssoSession` (on `req.sso`). */
+  events?: SecurityEvents;
 }
 
 /** The relying app's settings once validated, with every default applied. */
@@ -46,6 +51,7 @@ export interface ResolvedQrLoginOptions {
   redirectUri: string;
   /** The identity source of every login: `qr:<providerUrl>#<appid>`. */
   source: string;
+  events: SecurityEvents | undefined;
 }
 
 function httpsOrLoopbackProblem(value: string): string | undefined {
@@ -99,6 +105,7 @@ const SCHEMA: OptionSchema = {
   },
   stateLifetimeSeconds: { type: 'integer', expected: 'a whole number of seconds from 60 to 3600', check: wholeIn(60, 3600, 'seconds') },
   maxPendingLogins: { type: 'integer', expected: 'a whole number from 1 to 20', check: wholeIn(1, 20, 'logins') },
+  events: EVENTS_OPTION,
 };
 
 /**
@@ -130,5 +137,6 @@ export function resolveQrLoginOptions(options: QrLoginOptions): ResolvedQrLoginO
     maxPending: options.maxPendingLogins ?? 5,
     redirectUri: options.redirectUri,
     source,
+    events: eventsOption('qrLogin', options.events),
   };
 }

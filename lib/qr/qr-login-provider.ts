@@ -1,3 +1,4 @@
+import { rememberEvents } from '../events/event-source';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { OptionsError } from '../util/options';
 import { prepareForProperties } from '../util/request-shape';
@@ -29,11 +30,17 @@ export function qrLoginProvider(options: QrLoginProviderOptions): Router {
     );
   }
   const context = providerContext(options);
-  const areas = providerAreas(context, createRateLimiters(options.store, context.apps, context.settings.rateLimits));
+  const areas = providerAreas(
+    context,
+    createRateLimiters(options.store, context.apps, context.settings.rateLimits, context.settings.events),
+  );
 
+  const { events } = context.settings;
   const enterArea = (area: keyof typeof areas, req: Request, res: Response, next: NextFunction) => {
     // Body parsers, rate limiters and the routes add properties to every request: make that cheap first.
     prepareForProperties(req, res);
+    // The app's errorHandler records the provider's outages in the provider's events.
+    rememberEvents(req, events);
     areas[area](req, res, next);
   };
   const router = express.Router();

@@ -1,5 +1,8 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { eventsFor } from '../events/event-source';
+import { signInAttempt } from '../events/sign-in-attempt';
+import type { SecurityEventReason } from '../events/vocabulary';
 import { BadRequestError, HttpError, UnauthorizedError } from '../http/errors';
 import { establishLogin } from '../session/establish-login';
 import type { LoginUser } from '../session/types';
@@ -42,11 +45,25 @@ function takePending(state: QrLoginSessionState, presented: string, lifetimeMs: 
   return { returnTo: found.returnTo };
 }
 
+// The sign-in failure each refusal of the callback is recorded as; outages are the error handler's to record.
+const FAILURES: Readonly<Record<string, SecurityEventReason<'signin.failed'>>> = {
+  state_mismatch: 'state_mismatch',
+  qr_login_cancelled: 'cancelled',
+  qr_provider_refused: 'invalid_grant',
+  qr_provider_bad_response: 'provider_misbehaved',
+  account_not_linked: 'account_not_linked',
+};
+
 function defaultMapUser() {
   return (info: QrUserinfo): QrUserProfile => ({
     name: typeof info.nickname === 'string' && info.nickname !== '' ? info.nickname : 'QR user',
     roles: [],
-    attributes: { openid: info.openid, ...(typeof info.unionid === 'string' ? { unionid: info.unionid } : {}) },
+    attributes: {
+      openid: info.openid,
+      ...(typeof info.unionid === 'string' ? { unionid: info.unionid } : {}),
+      // Only from a provider that counts this app as its own (`releaseUserId`): the key `linkAccount` links on.
+      ...(typeof info.user_id === 'string' ? { user_id: info.user_id } : {}),
+    },
   });
 }
 
@@ -71,7 +88,7 @@ export function qrLogin(options: QrLoginOptions): QrLoginHandlers {
     throw new OptionsError('qrLogin: it is a factory; write app.get("/login/qr", qrLogin({ … }).login), not qrLogin itself');
   }
   // An openid is only unique within one app of one provider, so both name the source.
-  const { settings, stateLifetimeMs, maxPending, redirectUri, source } = resolveQrLoginOptions(options);
+  const { settings, stateLifetimeMs, maxPending, redirectUri, source, events: ownEvents } = resolveQrLoginOptions(options);
   const mapUser = options.mapUser ?? defaultMapUser();
   const qrconnectBase = `${settings.providerUrl}/sns/oauth2/qrconnect`;
 
@@ -110,6 +127,7 @@ export function qrLogin(options: QrLoginOptions): QrLoginHandlers {
   };
 
   const callback = async function qrLoginCallback(req: Request, res: Response, next: NextFunction): Promise<void> {
+    const attempt = signInAttempt(req, eventsFor(req, ownEvents), 'qr', { provider: settings.appid });
     try {
       requireSession(req, 'callback');
       const { code, state } = req.query;
@@ -145,8 +163,10 @@ export function qrLogin(options: QrLoginOptions): QrLoginHandlers {
       };
       // Only the provider tokens are carried into the new session; the pending states die with the old one.
       await establishLogin(req, user, { data: { qrLogin: { tokens } } });
+      attempt.succeeded();
       res.set('Cache-Control', 'no-store').redirect(302, pending.returnTo);
     } catch (error) {
+      attempt.failed(error instanceof HttpError ? FAILURES[error.code] : undefined);
       next(error);
     }
   };

@@ -1,4 +1,6 @@
 import express, { type Request, type Router } from 'express';
+import { eventsFor } from '../events/event-source';
+import { identityId } from '../session/identity';
 import {
   BadRequestError,
   ConflictError,
@@ -15,7 +17,7 @@ import type { RegisteredQrApp } from './app-registry';
 import { identifyAppUser } from './confirming-user';
 import { guarded } from '../http/handlers';
 import { type QrProviderContext } from './provider-context';
-import type { QrLoginRequests } from './qr-login-requests';
+import type { QrLoginRequests, QrStoredTransitionResult } from './qr-login-requests';
 import { effectiveStatus, type QrLoginRecord, type QrLoginStatus, type QrLoginTransition } from './qr-state';
 import { sendNoStoreJson } from '../http/no-store-json';
 
@@ -48,6 +50,36 @@ export function transitionRefusal(reason: string, status?: QrLoginStatus, to?: Q
     detail: `The request is ${status ?? 'in another state'}.`,
     extensions: { current_status: status },
   });
+}
+
+/**
+ * Records a decision on a QR login where it is taken: `qr.scanned`, `qr.confirmed` or `qr.denied`, or its refusal
+ * (`qr.expired`, or `qr.refused` when the user is not the one who scanned or the request's state does not allow
+ * it). The user is the provider directory's (`<source>|<id>`); the client is the relying app.
+ *
+ * @example
+ * recordDecision(context, req, 'confirmed', result, userId);
+ */
+export function recordDecision(
+  context: QrProviderContext,
+  req: Request,
+  to: QrLoginTransition,
+  result: QrStoredTransitionResult,
+  directoryUserId: string,
+): void {
+  const events = eventsFor(req, context.settings.events);
+  if (events === undefined) return;
+  const userId = identityId({ source: context.settings.directorySource, subject: directoryUserId });
+  if (result.ok) {
+    const facts = { userId, clientId: result.record.appid };
+    if (to === 'scanned') events.emit('qr.scanned', { reason: 'scanned', ...facts }, req);
+    else if (to === 'confirmed') events.emit('qr.confirmed', { reason: 'confirmed', ...facts }, req);
+    else events.emit('qr.denied', { reason: 'denied', ...facts }, req);
+  } else if (result.reason === 'expired') {
+    events.emit('qr.expired', { reason: 'expired', userId }, req);
+  } else if (result.reason !== 'not_found') {
+    events.emit('qr.refused', { reason: result.reason, userId }, req);
+  }
 }
 
 /**
@@ -127,7 +159,9 @@ export function qrLoginsResource(context: QrProviderContext, router: Router = ex
         const errors = patchErrors(req.body as unknown);
         if (errors.length) throw new UnprocessableEntityError(errors);
         const to = (req.body as { status: QrLoginTransition }).status;
-        const result = await requests.transition(String(req.params.authCode), to, String(res.locals.qrUserId), codeLifetimeSeconds);
+        const userId = String(res.locals.qrUserId);
+        const result = await requests.transition(String(req.params.authCode), to, userId, codeLifetimeSeconds);
+        recordDecision(context, req, to, result, userId);
         if (!result.ok) throw transitionRefusal(result.reason, result.status, to);
         sendNoStoreJson(res, representation(result.record, apps.get(result.record.appid), Date.now()));
       }),

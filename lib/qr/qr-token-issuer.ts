@@ -50,8 +50,8 @@ export function qrTokenIssuer(service: TokenService, options: QrTokenIssuerOptio
     async issueRefreshToken(request) {
       return (await refreshTokens.issue(request)).token;
     },
-    async rotateRefreshToken(refreshToken, clientId) {
-      const next = await refreshTokens.rotate(refreshToken, clientId);
+    async rotateRefreshToken(refreshToken, clientId, req) {
+      const next = await refreshTokens.rotate(refreshToken, clientId, {}, req);
       const { record } = next;
       if (!record.grantId) throw new TypeError('qrTokenIssuer: the refresh token belongs to no grant');
       return {

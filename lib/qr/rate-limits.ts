@@ -1,4 +1,6 @@
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler } from 'express';
+import { eventsFor } from '../events/event-source';
+import type { SecurityEvents } from '../events/security-events';
 import { ipKeyGenerator, rateLimit } from 'express-rate-limit';
 import { TooManyRequestsError } from '../http/errors';
 import { KeyValueRateLimitStore } from '../http/rate-limit-store';
@@ -30,7 +32,10 @@ export function createRateLimiters(
   store: KeyValueStore,
   apps: ReadonlyMap<string, RegisteredQrApp>,
   limits: Required<QrRateLimits> | undefined,
+  events?: SecurityEvents,
 ): QrRateLimiters {
+  const throttled = (req: Request, reason: 'qr_requests' | 'qr_tokens', retryAfterSeconds: number) =>
+    eventsFor(req, events)?.emit('request.throttled', { reason, method: 'qr', retryAfterSeconds }, req);
   if (!limits) return { qrconnect: noLimit, token: noLimit };
   const qrconnect = rateLimit({
     windowMs: 60_000,
@@ -39,8 +44,10 @@ export function createRateLimiters(
     legacyHeaders: false,
     store: new KeyValueRateLimitStore({ store, prefix: 'rl:qrconnect:' }),
     keyGenerator: (req) => ipKeyGenerator(req.ip ?? 'unknown'),
-    handler: (_req, _res, next, used) =>
-      next(new TooManyRequestsError(used.windowMs / 1000, { detail: 'Too many QR codes requested. Wait a minute.' })),
+    handler: (req, _res, next, used) => {
+      throttled(req, 'qr_requests', used.windowMs / 1000);
+      next(new TooManyRequestsError(used.windowMs / 1000, { detail: 'Too many QR codes requested. Wait a minute.' }));
+    },
   });
   const token = rateLimit({
     windowMs: 60_000,
@@ -54,7 +61,10 @@ export function createRateLimiters(
       const appid = source?.appid;
       return typeof appid === 'string' && apps.has(appid) ? `app:${appid}` : `ip:${ipKeyGenerator(req.ip ?? 'unknown')}`;
     },
-    handler: (_req, _res, next, used) => next(new TooManyRequestsError(used.windowMs / 1000)),
+    handler: (req, _res, next, used) => {
+      throttled(req, 'qr_tokens', used.windowMs / 1000);
+      next(new TooManyRequestsError(used.windowMs / 1000));
+    },
   });
   return { qrconnect, token };
 }

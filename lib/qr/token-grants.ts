@@ -1,3 +1,4 @@
+import type { Request } from 'express';
 import type { JwtPayload } from '../tokens/types';
 import { StoreUnavailableError } from '../store/port';
 import { deriveOpenid, deriveUnionid, type RegisteredQrApp } from './app-registry';
@@ -78,11 +79,16 @@ export async function grantForCode(context: QrProviderContext, app: RegisteredQr
  * @example
  * const answer = await refreshGrant(context, app, presentedRefreshToken);
  */
-export async function refreshGrant(context: QrProviderContext, app: RegisteredQrApp, presented: string): Promise<QrTokenAnswer> {
+export async function refreshGrant(
+  context: QrProviderContext,
+  app: RegisteredQrApp,
+  presented: string,
+  req?: Request,
+): Promise<QrTokenAnswer> {
   const { tokens, settings } = context;
   let rotated;
   try {
-    rotated = await tokens.rotateRefreshToken(presented, app.appid);
+    rotated = await tokens.rotateRefreshToken(presented, app.appid, req);
   } catch (error) {
     if (isOutage(error)) throw error;
     throw new WeChatApiError('invalid_refresh_token', { cause: error });
@@ -128,6 +134,10 @@ async function verifiedClaims(context: QrProviderContext, token: string): Promis
 /** What userinfo answers about the token's user. */
 export interface QrTokenUser {
   user: QrDirectoryUser;
+  /** The directory's id of the user; userinfo releases it only to apps registered with `releaseUserId`. */
+  userId: string;
+  /** The app the token was issued to. */
+  appid: string;
   unionid: string;
 }
 
@@ -145,5 +155,5 @@ export async function userForAccessToken(context: QrProviderContext, token: stri
   const user = userId ? await context.users.findById(userId) : null;
   if (!user || !userId) throw new WeChatApiError('user_not_found');
   const secret = await context.openidSecret();
-  return { user, unionid: deriveUnionid(secret, userId) };
+  return { user, userId, appid, unionid: deriveUnionid(secret, userId) };
 }

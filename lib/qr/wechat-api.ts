@@ -41,7 +41,7 @@ function refreshTokenEndpoint(context: QrProviderContext) {
     if (input.grant_type !== 'refresh_token') throw new WeChatApiError('invalid_grant_type');
     const presented = text(input.refresh_token);
     if (!presented) throw new WeChatApiError('missing_refresh_token');
-    sendTokens(res, await refreshGrant(context, app, presented));
+    sendTokens(res, await refreshGrant(context, app, presented, req));
   };
 }
 
@@ -51,7 +51,9 @@ function userinfoEndpoint(context: QrProviderContext) {
     const token = presentedAccessToken(req);
     const openid = text(req.query.openid);
     if (!openid) throw new WeChatApiError('missing_openid');
-    const { user, unionid } = await userForAccessToken(context, token, openid);
+    const { user, userId, appid, unionid } = await userForAccessToken(context, token, openid);
+    // The directory's own id goes only to an app the provider's operator registered as one of theirs.
+    const released = context.apps.get(appid)?.releaseUserId === true ? { user_id: userId } : {};
     const sex = user.sex ?? user.attributes?.sex;
     sendNoStoreJson(res, {
       openid,
@@ -63,6 +65,7 @@ function userinfoEndpoint(context: QrProviderContext) {
       headimgurl: profileField(user, 'headimgurl'),
       privilege: [],
       unionid,
+      ...released,
     });
   };
 }

@@ -1,4 +1,5 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { recordAccessDenied } from '../events/access-denied';
 import { ForbiddenError, HttpError, UnauthorizedError } from '../http/errors';
 import { looksLikeCredential, redactPath } from '../http/log-redaction';
 import { debugChannel, REDACTED } from '../util/debug';
@@ -51,6 +52,7 @@ export function requirePermission(
 
   const denied = (req: Request, target: string, why: string) => {
     debug('%s %s: denied %s on %s: %s', req.method, redactPath(req.originalUrl), action, loggable(target), why);
+    recordAccessDenied(req, 'permission_denied', { permission: `${action} ${loggable(target)}` });
     return new ForbiddenError({
       code: 'permission_denied',
       detail: isConcreteRequest(action, target)
@@ -106,6 +108,9 @@ export function requirePermission(
       // With a session (or a token middleware that ran and set req.auth to undefined) the request is simply anonymous.
       if (req.session || Object.prototype.hasOwnProperty.call(req, 'auth')) {
         debug('%s %s: no authenticated user or token, 401', req.method, redactPath(req.originalUrl));
+        recordAccessDenied(req, 'not_authenticated', {
+          permission: `${action} ${typeof resource === 'string' ? loggable(resource) : '(per request)'}`,
+        });
         next(
           new UnauthorizedError({
             code: 'authentication_required',

@@ -1,8 +1,10 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { EVENTS_OPTION, eventsFor, eventsOption } from '../events/event-source';
+import type { SecurityEvents } from '../events/security-events';
 import { ForbiddenError } from '../http/errors';
 import { debugChannel } from '../util/debug';
 import { checkOptions, OptionsError } from '../util/options';
-import { requestOrigin } from '../util/request-origin';
+import { routedOrigin } from '../util/request-origin';
 
 /** Options of {@link csrfGuard}. */
 export interface CsrfGuardOptions {
@@ -11,12 +13,14 @@ export interface CsrfGuardOptions {
    * `https://admin.example.test`. Sibling subdomains are not trusted unless listed. Default none.
    */
   allowedOrigins?: readonly string[];
+  /** Where refusals are recorded (`csrf.refused`). Default the events of `ssoSession`, when it ran before. */
+  events?: SecurityEvents;
 }
 
 /** The request facts the origin check reads. */
 export interface OriginFacts {
   method: string;
-  /** The request's own origin, `https://shop.example.test`, from the trusted protocol and host; undefined without a usable Host. */
+  /** The request's own origin, `https://shop.example.test`, from the trusted protocol and the routed host; undefined without a usable Host. */
   ownOrigin: string | undefined;
   origin: string | undefined;
   referer: string | undefined;
@@ -113,7 +117,8 @@ export function compileAllowedOrigins(origins: unknown, caller: string, { allowH
 
 /**
  * The facts {@link checkRequestOrigin} reads, taken from an Express request. The own origin comes from the Host
- * header (or a trusted `X-Forwarded-Host`) with its port, the same on Express 4 and 5.
+ * header the request was routed by, with its port, the same on Express 4 and 5; never from `X-Forwarded-Host`, which
+ * a client can send through a proxy that passes it on.
  *
  * @example
  * checkRequestOrigin(originFactsOf(req), allowed);
@@ -122,7 +127,7 @@ export function originFactsOf(req: Request): OriginFacts {
   const fetchSite = req.headers['sec-fetch-site'];
   return {
     method: req.method,
-    ownOrigin: requestOrigin(req),
+    ownOrigin: routedOrigin(req),
     origin: req.headers.origin,
     referer: req.headers.referer,
     secFetchSite: Array.isArray(fetchSite) ? fetchSite.join(', ') : fetchSite,
@@ -137,14 +142,34 @@ const DETAILS: Record<OriginRefusal, string> = {
   'no-origin': 'A state-changing request must carry an Origin or Referer header.',
 };
 
+const EVENT_REASONS = {
+  'cross-site': 'cross_site',
+  'no-host': 'no_host',
+  'origin-not-allowed': 'origin_not_allowed',
+  'referer-not-allowed': 'referer_not_allowed',
+  'no-origin': 'no_origin',
+} as const satisfies Record<OriginRefusal, string>;
+
 /**
- * The 403 (`csrf_origin`) for a refusal of {@link checkRequestOrigin}, said on the `csrf` debug channel with the
- * reason and the sending origin (never a path, query or cookie).
+ * Records a refusal of {@link checkRequestOrigin} as a `csrf.refused` event, in `events` or else the session's.
+ *
+ * @example
+ * recordCsrfRefusal(req, 'cross-site', 'loginPortal');
+ */
+export function recordCsrfRefusal(req: Request, refusal: OriginRefusal, guard: string, events?: SecurityEvents): void {
+  eventsFor(req, events)?.emit('csrf.refused', { reason: EVENT_REASONS[refusal], guard }, req);
+}
+
+/**
+ * The 403 (`csrf_origin`) for a refusal of {@link checkRequestOrigin}, recorded as a `csrf.refused` event (in
+ * `events`, else the session's) and said on the `csrf` debug channel with the reason and the sending origin (never
+ * a path, query or cookie).
  *
  * @example
  * next(csrfError('cross-site', req, 'ssoSession'));
  */
-export function csrfError(refusal: OriginRefusal, req: Request, guard: string): ForbiddenError {
+export function csrfError(refusal: OriginRefusal, req: Request, guard: string, events?: SecurityEvents): ForbiddenError {
+  recordCsrfRefusal(req, refusal, guard, events);
   if (debug.enabled) {
     const from =
       req.headers.origin ?? (req.headers.referer === undefined ? 'none' : `referer ${originOfUrl(req.headers.referer) ?? 'unparsable'}`);
@@ -160,9 +185,14 @@ export function csrfError(refusal: OriginRefusal, req: Request, guard: string): 
  * const refusal = csrfRefusal(req, allowed);
  * if (refusal) return next(refusal);
  */
-export function csrfRefusal(req: Request, allowed: ReadonlySet<string>, guard = 'csrf check'): ForbiddenError | undefined {
+export function csrfRefusal(
+  req: Request,
+  allowed: ReadonlySet<string>,
+  guard = 'csrf check',
+  events?: SecurityEvents,
+): ForbiddenError | undefined {
   const refusal = checkRequestOrigin(originFactsOf(req), allowed);
-  return refusal === undefined ? undefined : csrfError(refusal, req, guard);
+  return refusal === undefined ? undefined : csrfError(refusal, req, guard, events);
 }
 
 /**
@@ -177,13 +207,15 @@ export function csrfRefusal(req: Request, allowed: ReadonlySet<string>, guard = 
 export function csrfGuard(options: CsrfGuardOptions = {}): RequestHandler {
   checkOptions('csrfGuard', options, {
     allowedOrigins: { type: 'string[]', expected: 'an array of origins like "https://admin.example.test"' },
+    events: EVENTS_OPTION,
   });
   const allowed = compileAllowedOrigins(options.allowedOrigins, 'csrfGuard');
+  const events = eventsOption('csrfGuard', options.events);
   return function csrfGuardMiddleware(req: Request, _res: Response, next: NextFunction): void {
     if (SAFE_METHODS.has(req.method) || req.headers.cookie === undefined) {
       next();
       return;
     }
-    next(csrfRefusal(req, allowed, 'csrfGuard'));
+    next(csrfRefusal(req, allowed, 'csrfGuard', events));
   };
 }

@@ -81,7 +81,8 @@ function promised(run: (done: (err?: unknown) => void) => void): Promise<void> {
  * Logs the user in on the shared session: a new session id (against fixation), nothing kept from the session
  * before except `options.data`, the user and bookkeeping stored, and the session indexed under the user and
  * each tag. The user is the identity that authenticated, `(source, subject)`, with the id `<source>|<subject>`,
- * unless `ssoSession({ linkAccount })` maps it onto a local account. Resolves once everything is in the store; rejects with 503 when the store is down.
+ * unless `ssoSession({ linkAccount })` maps it onto a local account. With `ssoSession({ sessionLimit })` a login past
+ * the user's limit ends their oldest sessions, or is refused with 403 `session_limit_reached`. Resolves once everything is in the store; rejects with 503 when the store is down.
  *
  * @example
  * app.post('/login', async (req, res, next) => {
@@ -112,6 +113,19 @@ export async function establishLogin(req: Request, user: LoginUser, options: Est
     checkIdentity(linked, 'linkAccount(...)');
     if (linked.roles !== undefined && !(Array.isArray(linked.roles) && linked.roles.every((role) => typeof role === 'string'))) {
       fail('linkAccount(...).roles must be an array of strings');
+    }
+  }
+
+  const limit = runtime.sessionLimit;
+  if (limit?.whenReached === 'refuse_new') {
+    const userId = identityId(linked ?? user);
+    // The browser's own session of this user is replaced by the login, so it does not count against it.
+    const others = (await runtime.manager.listSessions(userId, req.sessionID)).filter((session) => !session.current);
+    if (others.length >= limit.maxPerUser) {
+      throw new ForbiddenError({
+        code: 'session_limit_reached',
+        detail: `You are signed in on ${others.length} devices already, the most allowed. Sign out on one of them first.`,
+      });
     }
   }
 
@@ -159,4 +173,23 @@ export async function establishLogin(req: Request, user: LoginUser, options: Est
     throw error;
   }
   req.user = sessionUser;
+  runtime.events?.emit(
+    'session.created',
+    { reason: 'login', method: sessionUser.method, userId: sessionUser.id, sessionHandle: runtime.manager.handleOf(req.sessionID) },
+    req,
+  );
+  if (limit?.whenReached === 'end_oldest') await endOldestSessions(req, sessionUser.id, limit.maxPerUser);
+}
+
+/** Ends the user's oldest sessions past `max`, never the one just created. */
+async function endOldestSessions(req: Request, userId: string, max: number): Promise<void> {
+  const runtime = runtimeOf(req, 'establishLogin');
+  const sessions = await runtime.manager.listSessions(userId, req.sessionID);
+  const others = sessions.filter((session) => !session.current);
+  const excess = others.slice(0, Math.max(0, sessions.length - max));
+  for (const session of excess) {
+    if (await runtime.manager.revokeSession(userId, session.id)) {
+      runtime.events?.emit('session.ended', { reason: 'session_limit', userId, sessionHandle: session.id }, req);
+    }
+  }
 }

@@ -4,10 +4,12 @@ export {
   type SsoSessionOptions,
   type SsoSessionMiddleware,
   type SsoSessionCacheOptions,
+  type SsoSessionLimitOptions,
   type SsoSessionCacheStatus,
 } from './sso-session';
 export { establishLogin, type EstablishLoginOptions } from './establish-login';
 export { logout, logoutEverywhere } from './logout';
+export { RESUMABLE_FORM_LIFETIME_SECONDS, takeResumableForm, type ResumableForm } from './resumable-form';
 export { requireSession, type RequireSessionOptions } from './require-session';
 export { sessionsResource, type SessionsResourceOptions } from './sessions-resource';
 export { createRedirectPolicy, isSafeRedirect, MAX_REDIRECT_LENGTH, type RedirectPolicyOptions } from './redirect-policy';

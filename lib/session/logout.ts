@@ -24,6 +24,17 @@ function clearSessionCookie(runtime: SsoRuntime, res: Response | undefined): voi
  * });
  */
 export async function logout(req: Request, res: Response): Promise<void> {
+  await endCurrentSession(req, res, 'logout');
+}
+
+/**
+ * {@link logout} with the reason its `session.ended` event gives (`provider_logout` when the OpenID Provider's
+ * RP-initiated logout ends the portal session).
+ *
+ * @example
+ * await endCurrentSession(req, res, 'provider_logout');
+ */
+export async function endCurrentSession(req: Request, res: Response, reason: 'logout' | 'provider_logout'): Promise<void> {
   const runtime = runtimeOf(req, 'logout');
   const current = req.session;
   const sessionId = req.sessionID;
@@ -35,7 +46,10 @@ export async function logout(req: Request, res: Response): Promise<void> {
   // Confirmed before the cookie goes: on a 503 the browser keeps it and can send the logout again.
   if (sessionId) await runtime.manager.confirmSessionWrites(sessionId, userId, tags);
   clearSessionCookie(runtime, res);
-  if (sessionId && userId !== undefined) await runtime.manager.announceEnded([sessionId]);
+  if (sessionId && userId !== undefined) {
+    runtime.events?.emit('session.ended', { reason, userId, sessionHandle: runtime.manager.handleOf(sessionId) }, req);
+    await runtime.manager.announceEnded([sessionId]);
+  }
 }
 
 /**
@@ -56,6 +70,18 @@ export async function logoutEverywhere(req: Request, userId?: string): Promise<n
     throw new UnauthorizedError({ code: 'session_required', detail: 'Log in first, or name the user whose sessions to end.' });
   }
   const ended = await runtime.manager.logoutEverywhere(target);
+  // Another user's sessions ended by this one (an administrator) are recorded with who did it.
+  const byAdmin = target !== currentUserId;
+  runtime.events?.emit(
+    'session.ended',
+    {
+      reason: byAdmin ? 'admin' : 'everywhere',
+      userId: target,
+      count: ended,
+      ...(byAdmin && currentUserId ? { actorId: currentUserId } : {}),
+    },
+    req,
+  );
   if (target === currentUserId && req.session) {
     // Already gone from the store; dropping it here also stops express-session from saving it back at the end.
     await destroyCurrent(req.session);

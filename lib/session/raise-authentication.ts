@@ -15,7 +15,8 @@ function promised(run: (done: (err?: unknown) => void) => void): Promise<void> {
  * Records that the session's user just presented one or more factors (`otp` for a TOTP or recovery code, `pwd` for a
  * password typed again, `hwk`/`swk` for a passkey): the level and times are raised on the *current* session (same
  * user, same login time and lifetime, same data), and the session gets a new id, so an id observed before the
- * step-up does not carry the higher level. Rejects with 401 when the request has no session user, 503 when the
+ * step-up does not carry the higher level. `reason` is what the `session.renewed` event says (`password_changed`
+ * after a password change). Rejects with 401 when the request has no session user, 503 when the
  * store is down.
  *
  * @example
@@ -25,6 +26,7 @@ export async function raiseSessionAuthentication(
   req: Request,
   methods: string | readonly string[],
   nowSeconds = Math.floor(Date.now() / 1000),
+  reason: 'step_up' | 'password_changed' | 'reauthenticated' = 'step_up',
 ): Promise<void> {
   const runtime = runtimeOf(req, 'raiseSessionAuthentication');
   const previous = req.session as (Session & Partial<SessionData>) | undefined;
@@ -58,4 +60,14 @@ export async function raiseSessionAuthentication(
   await runtime.manager.settled(req.sessionID);
   await runtime.manager.confirmSessionWrites(req.sessionID, user.id, tags);
   req.user = raised;
+  runtime.events?.emit(
+    'session.renewed',
+    {
+      reason,
+      userId: user.id,
+      sessionHandle: runtime.manager.handleOf(req.sessionID),
+      previousSessionHandle: runtime.manager.handleOf(previousId),
+    },
+    req,
+  );
 }

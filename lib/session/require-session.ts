@@ -1,5 +1,6 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Session } from 'express-session';
+import { recordAccessDenied } from '../events/access-denied';
 import { UnauthorizedError } from '../http/errors';
 import { checkOptions, OptionsError, type OptionSpec } from '../util/options';
 import { CSRF_MOVED, refuseRenamedOptions } from './renamed-options';
@@ -9,6 +10,7 @@ import { judgeSession } from './session-lifetime';
 import { InsufficientAuthenticationError, meetsRequirement, REQUIREMENT_OPTIONS, type AuthenticationLevel } from './step-up';
 import { asOutage } from './session-manager';
 import { sessionView } from './session-engine';
+import { keepResumableForm, readResumableFields } from './resumable-form';
 import { loginRedirectPrefix, runtimeOf, type SsoRuntime } from './sso-runtime';
 
 /** Options of {@link requireSession}. */
@@ -71,8 +73,11 @@ function absoluteUrlOption(example: string): OptionSpec {
  *
  * With `acr` and/or `maxAgeSeconds` the route also needs that authentication level, recently enough: a browser
  * navigation is sent to the portal's step-up page (`return_to`, `acr`, `max_age`), which asks only the missing
- * factor and comes back; a form posted from a page of the parent domain is sent there too (303, nothing done) and
- * comes back to that page; any other request gets 401 `insufficient_user_authentication` with an RFC 9470 challenge.
+ * factor and comes back; a form posted from a page of the parent domain is sent there too (303, nothing done yet):
+ * a small urlencoded form posted to the portal's own origin is kept in the session and sent on by the step-up page
+ * once the factor is given (`resume`; single use, for five minutes, and checked again like any post), any other
+ * comes back to its page to be submitted again; any other request gets 401 `insufficient_user_authentication` with
+ * an RFC 9470 challenge.
  *
  * @example
  * app.use(ssoSession({ ... }));
@@ -128,16 +133,34 @@ export function requireSession(options: RequireSessionOptions = {}): RequestHand
       res.redirect(302, `${stepUpUrl}${separator}return_to=${encodeURIComponent(returnToOf(req, runtime))}${stepUpQuery}`);
       return;
     }
-    // A form posted from a page (the sessions page's "Revoke") cannot be replayed after the step-up, so nothing is
-    // done: the browser is sent through the step-up page and back to the page the form was on, to submit it again.
-    // ssoSession has already checked the post's origin; the page it names must still be a safe redirect target.
+    // A form posted from a page (the sessions page's "Revoke"): nothing is done now, and the browser is sent through
+    // the step-up page, back to the page the form was on. ssoSession has already checked the post's origin; the page
+    // it names must still be a safe redirect target.
     const formPage = isFormSubmission(req) ? req.get('Referer')! : undefined;
     if (formPage !== undefined && runtime.redirects.isSafe(formPage)) {
-      res.set('Cache-Control', 'no-store');
-      res.redirect(303, `${stepUpUrl}${separator}return_to=${encodeURIComponent(formPage)}${stepUpQuery}`);
+      resumableStepUp(req, res, runtime, stepUpUrl).then((resume) => {
+        res.set('Cache-Control', 'no-store');
+        res.redirect(303, `${stepUpUrl}${separator}return_to=${encodeURIComponent(formPage)}${stepUpQuery}${resume}`);
+      }, next);
       return;
     }
+    recordAccessDenied(req, 'insufficient_authentication');
     next(new InsufficientAuthenticationError(requirement, { stepUpUrl }));
+  }
+
+  /**
+   * A form posted to the step-up page's own origin (the portal's) is kept in the session, and the step-up page sends
+   * it on once the factor is given, so the click is not lost; `&resume=<id>` then, '' for any other form (a form
+   * of another origin, or not a small urlencoded one), which the user submits again on its page.
+   */
+  async function resumableStepUp(req: Request, res: Response, runtime: SsoRuntime, stepUpUrl: string): Promise<string> {
+    const origin = requestOrigin(req);
+    if (origin === undefined || origin !== new URL(stepUpUrl).origin) return '';
+    const fields = await readResumableFields(req, res);
+    if (fields === undefined) return '';
+    const action = `${origin}${req.originalUrl}`;
+    if (!runtime.redirects.isSafe(action)) return '';
+    return `&resume=${await keepResumableForm(req, action, fields)}`;
   }
 
   function refuse(req: Request, res: Response, next: NextFunction, runtime: SsoRuntime): void {
@@ -147,6 +170,7 @@ export function requireSession(options: RequireSessionOptions = {}): RequestHand
       res.redirect(302, prefix + encodeURIComponent(returnToOf(req, runtime)));
       return;
     }
+    recordAccessDenied(req, 'not_authenticated');
     next(
       new UnauthorizedError({
         code: 'session_required',

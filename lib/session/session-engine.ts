@@ -18,7 +18,7 @@ export interface LoadedSession {
 /** What the engine needs from a session store besides the express-session `Store` contract. */
 export interface EngineStore extends session.Store {
   /** Reads a live session (expired ones read as null and are deleted). */
-  loadLive(sessionId: string): Promise<LoadedSession | null>;
+  loadLive(sessionId: string, req?: Request): Promise<LoadedSession | null>;
   /** A live session this process holds in memory (the session cache), else undefined: then call `loadLive`. */
   loadCached?(sessionId: string): LoadedSession | undefined;
 }
@@ -298,7 +298,7 @@ export function createSessionEngine(settings: SessionEngineSettings): SessionEng
       return undefined;
     },
     load(req: Request, res: Response, cookieId: string, next: (err?: unknown) => void): void {
-      store.loadLive(cookieId).then(
+      store.loadLive(cookieId, req).then(
         (loaded) => {
           if (loaded === null) {
             debug('session cookie %s names no live session (ended, expired or unknown)', cookie.name);

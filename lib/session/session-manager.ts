@@ -83,6 +83,9 @@ export class KitSessionManager implements SessionManager {
     return `user-sessions:{${userId}}`;
   }
 
+  /** The ids of users who signed in within a session's absolute lifetime: what ending everyone's sessions walks. */
+  private static readonly USERS_KEY = 'session-users:{all}';
+
   private static tagKey(tag: string): string {
     return `session-tags:{${tag}}`;
   }
@@ -131,6 +134,7 @@ export class KitSessionManager implements SessionManager {
     await guarded(
       Promise.all([
         this.store.addToSet(userKey, [sessionId], ttlSeconds),
+        this.store.addToSet(KitSessionManager.USERS_KEY, [userId], ttlSeconds),
         ...tags.map((tag) => this.store.addToSet(KitSessionManager.tagKey(tag), [sessionId], ttlSeconds)),
       ]),
     );
@@ -242,6 +246,23 @@ export class KitSessionManager implements SessionManager {
 
   async logoutEverywhere(userId: string): Promise<number> {
     return guarded(this.destroyIndexed(KitSessionManager.userKey(userId)));
+  }
+
+  /**
+   * Ends every session of every user (ASVS 7.4.5): walks the users who signed in within a session's lifetime and
+   * ends each one's sessions as {@link KitSessionManager.logoutEverywhere} does, announcing them, so session caches
+   * and the OpenID Provider hear of each. A login made while it runs may survive it; run it again to be sure.
+   */
+  async logoutEveryone(): Promise<{ users: number; sessions: number }> {
+    return guarded(
+      (async () => {
+        const userIds = await this.store.members(KitSessionManager.USERS_KEY);
+        let sessions = 0;
+        for (const userId of userIds) sessions += await this.destroyIndexed(KitSessionManager.userKey(userId));
+        if (userIds.length > 0) await this.store.removeFromSet(KitSessionManager.USERS_KEY, userIds);
+        return { users: userIds.length, sessions };
+      })(),
+    );
   }
 
   async destroyByTag(tag: string): Promise<number> {

@@ -14,7 +14,7 @@ type StoreCallback = (err?: any, data?: any) => void;
 export interface SessionStoreHooks {
   limits: SessionLimits;
   /** Called (and awaited, errors ignored) after an expired session was deleted, to unindex it. */
-  onExpired(sessionId: string, data: SessionData): Promise<void>;
+  onExpired(sessionId: string, data: SessionData, req?: Request): Promise<void>;
 }
 
 const FRESH_LOGIN = Symbol('express-sso-kit.freshLogin');
@@ -64,9 +64,10 @@ function keepIfLive(
   hooks: SessionStoreHooks,
   sessionId: string,
   remove: () => Promise<unknown>,
+  req?: Request,
 ): LoadedSession | null | Promise<LoadedSession | null> {
   const loaded = text === null ? null : parseLoaded(text);
-  return loaded === null ? null : keepLoadedIfLive(loaded, hooks, sessionId, remove);
+  return loaded === null ? null : keepLoadedIfLive(loaded, hooks, sessionId, remove, req);
 }
 
 /** The lifetime rules on a session already parsed (a cached one is judged again on every request). */
@@ -75,10 +76,11 @@ function keepLoadedIfLive(
   hooks: SessionStoreHooks,
   sessionId: string,
   remove: () => Promise<unknown>,
+  req?: Request,
 ): LoadedSession | null | Promise<LoadedSession | null> {
   if (judgeSession(loaded.data.meta, Date.now(), hooks.limits) !== 'expired') return loaded;
   return remove()
-    .then(() => hooks.onExpired(sessionId, loaded.data).catch(() => undefined))
+    .then(() => hooks.onExpired(sessionId, loaded.data, req).catch(() => undefined))
     .then(() => null);
 }
 
@@ -239,6 +241,9 @@ export class SsoRedisSessionStore extends ConnectRedisStore implements EngineSto
   private readonly hooks: SessionStoreHooks;
   private readonly reads: BatchedGet;
   private readonly cache: SessionCache<LoadedSession> | undefined;
+  /** Reads the session cache answered, and reads it sent to Redis (plain counters, read only by a metrics scrape). */
+  cacheHits = 0;
+  cacheMisses = 0;
 
   constructor(redis: RedisClient, keyPrefix: string, hooks: SessionStoreHooks, cache?: SessionCache<LoadedSession>) {
     super({ client: redis, prefix: keyPrefix, disableTouch: true, serializer: lenientJson });
@@ -256,10 +261,11 @@ export class SsoRedisSessionStore extends ConnectRedisStore implements EngineSto
     const cached = this.cache?.lookup(this.prefix + sessionId);
     // An expired one is left to loadLive, which deletes it.
     if (cached === undefined || judgeSession(cached.data.meta, Date.now(), this.hooks.limits) === 'expired') return undefined;
+    this.cacheHits += 1;
     return cached;
   }
 
-  loadLive(sessionId: string): Promise<LoadedSession | null> {
+  loadLive(sessionId: string, req?: Request): Promise<LoadedSession | null> {
     const key = this.prefix + sessionId;
     const remove = () => super.destroy(sessionId);
     const cache = this.cache;
@@ -267,13 +273,17 @@ export class SsoRedisSessionStore extends ConnectRedisStore implements EngineSto
       // A cached session still goes through the lifetime rules: the idle and absolute limits are judged per request.
       // The cache holds sessions parsed and frozen, shared by the requests that read them (see the engine).
       const cached = cache.lookup(key);
-      if (cached !== undefined) return Promise.resolve(keepLoadedIfLive(cached, this.hooks, sessionId, remove));
+      if (cached !== undefined) {
+        this.cacheHits += 1;
+        return Promise.resolve(keepLoadedIfLive(cached, this.hooks, sessionId, remove, req));
+      }
+      this.cacheMisses += 1;
       const ticket = cache.beginRead();
       return this.reads.get(key).then(
         (text) => {
           const loaded = text === null ? null : parseLoaded(text);
           cache.finishRead(key, loaded, ticket);
-          return loaded === null ? null : keepLoadedIfLive(loaded, this.hooks, sessionId, remove);
+          return loaded === null ? null : keepLoadedIfLive(loaded, this.hooks, sessionId, remove, req);
         },
         (error: unknown) => {
           cache.finishRead(key, null, ticket);
@@ -282,7 +292,7 @@ export class SsoRedisSessionStore extends ConnectRedisStore implements EngineSto
       );
     }
     // The hot path: one GET (sent with the other reads of this turn) and one JSON.parse in a single promise step.
-    return this.reads.get(key).then((text) => keepIfLive(text, this.hooks, sessionId, remove));
+    return this.reads.get(key).then((text) => keepIfLive(text, this.hooks, sessionId, remove, req));
   }
 
   override get(sessionId: string, callback?: StoreCallback): Promise<unknown> {
@@ -366,9 +376,9 @@ export class KeyValueSessionStore extends session.Store implements EngineStore {
     this.hooks = hooks;
   }
 
-  async loadLive(sessionId: string): Promise<LoadedSession | null> {
+  async loadLive(sessionId: string, req?: Request): Promise<LoadedSession | null> {
     const key = this.keyPrefix + sessionId;
-    return keepIfLive(await this.store.get(key), this.hooks, sessionId, () => this.store.delete(key));
+    return keepIfLive(await this.store.get(key), this.hooks, sessionId, () => this.store.delete(key), req);
   }
 
   override get(sessionId: string, callback: (err: unknown, data?: SessionData | null) => void): void {

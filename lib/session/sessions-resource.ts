@@ -67,6 +67,8 @@ export function sessionsResource(options: SessionsResourceOptions = {}): Router 
       await logout(req, res);
     } else if (!(await runtime.manager.revokeSession(req.user!.id, handle))) {
       throw new NotFoundError({ code: 'session_not_found', detail: 'You have no session with this id.' });
+    } else {
+      runtime.events?.emit('session.ended', { reason: 'revoked', userId: req.user!.id, sessionHandle: handle }, req);
     }
     res.status(204).end();
   }

@@ -1,7 +1,9 @@
 import type { Request } from 'express';
 import type { Store } from 'express-session';
+import type { SecurityEvents } from '../events/security-events';
 import type { SessionLimits } from './session-lifetime';
 import type { KitSessionManager } from './session-manager';
+import type { SsoSessionLimitOptions } from './sso-session-options';
 import type { LinkAccount, RedirectPolicy, SessionCookieSettings, SsoRequestContext } from './types';
 import { HttpError } from '../http/errors';
 
@@ -28,6 +30,8 @@ export class SsoRuntime implements SsoRequestContext {
     readonly limits: SessionLimits,
     readonly sessionStore: Store,
     readonly linkAccount: LinkAccount | undefined = undefined,
+    readonly events: SecurityEvents | undefined = undefined,
+    readonly sessionLimit: Required<SsoSessionLimitOptions> | undefined = undefined,
   ) {
     this.idleTimeoutSeconds = limits.idleMs / 1000;
     this.absoluteLifetimeSeconds = limits.absoluteMs / 1000;

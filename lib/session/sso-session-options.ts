@@ -1,3 +1,5 @@
+import { EVENTS_OPTION, eventsOption } from '../events/event-source';
+import type { SecurityEvents } from '../events/security-events';
 import { RedisStore, type KeyValueStore, type RedisClient, type RedisConnectionOptions } from '../store';
 import { checkOptions, OptionsError, refuseInProduction, type OptionSchema } from '../util/options';
 import { resolveSessionCacheOptions, type SsoSessionCacheOptions } from './session-cache';
@@ -59,12 +61,36 @@ export interface SsoSessionOptions {
   /** The origin check of state-changing requests the session cookie authenticates; see {@link SsoCsrfOptions}. */
   csrf?: SsoCsrfOptions;
   /**
+   * How many sessions one user may hold at once, and what happens at a login past it (ASVS 7.1.2); see
+   * {@link SsoSessionLimitOptions}. Default: no limit (each session still ends at its idle timeout and absolute
+   * lifetime, and the user sees and ends them on the sessions page).
+   */
+  sessionLimit?: SsoSessionLimitOptions;
+  /**
    * Opt-in per-process cache of sessions read from Redis, kept coherent by Redis client-side caching (invalidation
    * messages on a dedicated connection): a revocation or logout on any process evicts the session everywhere
    * within milliseconds, and while the invalidation connection is down every read goes to Redis. Needs a Redis
    * store. `{}` for the defaults; see {@link SsoSessionCacheOptions}.
    */
   cache?: SsoSessionCacheOptions;
+  /**
+   * Where the session's security events go (`securityEvents(...)`): sessions created, renewed and ended, CSRF
+   * refusals. Every middleware mounted after `ssoSession` finds them on `req.sso.events` (the login portal, OIDC and
+   * QR logins, logout, the OpenID Provider on this session, `errorHandler`): give them here once. Default none.
+   */
+  events?: SecurityEvents;
+}
+
+/** The `sessionLimit` option of `ssoSession`: concurrent sessions per user. */
+export interface SsoSessionLimitOptions {
+  /** Most live sessions one user may hold, 1 to 1000. */
+  maxPerUser: number;
+  /**
+   * At a login past the limit: `end_oldest` (default) ends the user's least recently created sessions (recorded as
+   * `session.ended` with reason `session_limit`); `refuse_new` refuses the login with 403 `session_limit_reached`
+   * until the user signs out somewhere or a session expires.
+   */
+  whenReached?: 'end_oldest' | 'refuse_new';
 }
 
 /** The options of `ssoSession`, checked and with every default applied. */
@@ -80,6 +106,8 @@ export interface ResolvedSsoOptions {
   linkAccount: LinkAccount | undefined;
   csrfOrigins: ReadonlySet<string>;
   cache: Required<SsoSessionCacheOptions> | undefined;
+  events: SecurityEvents | undefined;
+  sessionLimit: Required<SsoSessionLimitOptions> | undefined;
 }
 
 const COOKIE_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
@@ -128,7 +156,23 @@ const SCHEMA: OptionSchema = {
   defaultRedirectUrl: { type: 'string' },
   linkAccount: { type: 'function', expected: 'a function (login, req) => local account | undefined | null' },
   csrf: { type: 'object', expected: 'an object { allowedOrigins: [...] }' },
+  sessionLimit: {
+    type: 'object',
+    expected: "an object { maxPerUser: 1..1000, whenReached?: 'end_oldest' | 'refuse_new' }",
+    check: (limit: { maxPerUser?: unknown; whenReached?: unknown }) => {
+      const extra = Object.keys(limit).filter((key) => key !== 'maxPerUser' && key !== 'whenReached');
+      if (extra.length > 0) return `has unknown option ${extra.join(', ')}`;
+      if (typeof limit.maxPerUser !== 'number' || !Number.isInteger(limit.maxPerUser) || limit.maxPerUser < 1 || limit.maxPerUser > 1000) {
+        return `maxPerUser must be a whole number from 1 to 1000, got ${JSON.stringify(limit.maxPerUser)}`;
+      }
+      if (limit.whenReached !== undefined && limit.whenReached !== 'end_oldest' && limit.whenReached !== 'refuse_new') {
+        return `whenReached must be 'end_oldest' or 'refuse_new', got ${JSON.stringify(limit.whenReached)}`;
+      }
+      return undefined;
+    },
+  },
   cache: { type: 'object', expected: 'an object { maxEntries?, maxAgeSeconds? } ({} for the defaults)' },
+  events: EVENTS_OPTION,
 };
 
 const RENAMED = {
@@ -236,6 +280,7 @@ export function resolveSsoOptions(options: SsoSessionOptions): ResolvedSsoOption
   );
   const csrfOrigins = compileAllowedOrigins(options.csrf?.allowedOrigins, 'ssoSession: csrf', { allowHttp: insecure });
   const cache = options.cache === undefined ? undefined : resolveSessionCacheOptions(options.cache);
+  const events = eventsOption('ssoSession', options.events);
   if (cache && options.store !== undefined && !(options.store instanceof RedisStore)) {
     fail('cache needs Redis (its invalidation messages keep the cache coherent); pass a RedisStore or redis, or drop cache');
   }
@@ -262,5 +307,10 @@ export function resolveSsoOptions(options: SsoSessionOptions): ResolvedSsoOption
     linkAccount: options.linkAccount,
     csrfOrigins,
     cache,
+    events,
+    sessionLimit:
+      options.sessionLimit === undefined
+        ? undefined
+        : { maxPerUser: options.sessionLimit.maxPerUser, whenReached: options.sessionLimit.whenReached ?? 'end_oldest' },
   };
 }

@@ -1,5 +1,6 @@
 import { createHmac, createSecretKey } from 'node:crypto';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { hasMalformedPercentEncoding, malformedUriError } from '../http/malformed-uri';
 import { RedisStore } from '../store';
 import { debugChannel } from '../util/debug';
 import { prepareForProperties } from '../util/request-shape';
@@ -11,9 +12,10 @@ import { asOutage, KitSessionManager } from './session-manager';
 import { KeyValueSessionStore, SsoRedisSessionStore } from './session-store';
 import { resolveSsoOptions, type SsoSessionOptions } from './sso-session-options';
 import { SsoRuntime } from './sso-runtime';
+import { attachSessionReader, createSessionReader } from './session-reader';
 import type { SessionManager, SsoRequestContext } from './types';
 
-export type { SsoCsrfOptions, SsoSessionOptions } from './sso-session-options';
+export type { SsoCsrfOptions, SsoSessionLimitOptions, SsoSessionOptions } from './sso-session-options';
 export type { SsoSessionCacheOptions, SsoSessionCacheStatus } from './session-cache';
 
 /** The middleware `ssoSession` returns, with the session manager attached. */
@@ -37,7 +39,8 @@ const debug = debugChannel('session');
  * It is also where the cookie's CSRF rule is enforced: a request other than GET, HEAD or OPTIONS that the cookie
  * authenticates is refused with 403 `csrf_origin` (nothing saved) unless its `Origin` (else `Referer`) is its own
  * origin or one of `csrf.allowedOrigins` and `Sec-Fetch-Site` is not `cross-site`. A cookie sent twice with two
- * values (cookie tossing) authenticates nothing.
+ * values (cookie tossing) authenticates nothing. A path with a percent-escape that does not decode is refused with
+ * 400 `malformed_uri` before anything else.
  *
  * @example
  * const sessions = ssoSession({ redis: process.env.REDIS_URL, cookieDomain: 'example.test',
@@ -55,10 +58,16 @@ export function ssoSession(options: SsoSessionOptions): SsoSessionMiddleware {
       .digest(),
   );
   const manager = new KitSessionManager(store, { sessionPrefix: resolved.sessionPrefix, limits, handleKey, ownsStore: resolved.ownsStore });
+  const { events } = resolved;
   const hooks = {
     limits,
-    onExpired: (sessionId: string, data: { user?: { id: string }; meta?: { tags?: string[] } }) =>
-      manager.unindex(sessionId, data.user?.id, data.meta?.tags),
+    onExpired: (sessionId: string, data: { user?: { id: string }; meta?: { tags?: string[] } }, req?: Request) => {
+      // Found by the request that read it; a session nobody reads again simply leaves the store with its TTL.
+      if (data.user !== undefined) {
+        events?.emit('session.ended', { reason: 'expired', userId: data.user.id, sessionHandle: manager.handleOf(sessionId) }, req);
+      }
+      return manager.unindex(sessionId, data.user?.id, data.meta?.tags);
+    },
   };
   let sessionStore: EngineStore;
   let cache: SessionCache<LoadedSession> | undefined;
@@ -88,11 +97,30 @@ export function ssoSession(options: SsoSessionOptions): SsoSessionMiddleware {
         });
       }
     }
-    sessionStore = new SsoRedisSessionStore(store.client, keyPrefix, hooks, cache);
+    const redisSessions = new SsoRedisSessionStore(store.client, keyPrefix, hooks, cache);
+    const trackedCache = cache;
+    if (events !== undefined && trackedCache !== undefined) {
+      events.metrics.trackSessionCache(() => ({
+        hits: redisSessions.cacheHits,
+        misses: redisSessions.cacheMisses,
+        entries: trackedCache.size,
+      }));
+    }
+    sessionStore = redisSessions;
   } else {
     sessionStore = new KeyValueSessionStore(store, resolved.sessionPrefix, hooks);
   }
-  const runtime = new SsoRuntime(manager, resolved.loginUrl, resolved.redirects, cookie, limits, sessionStore, resolved.linkAccount);
+  const runtime = new SsoRuntime(
+    manager,
+    resolved.loginUrl,
+    resolved.redirects,
+    cookie,
+    limits,
+    sessionStore,
+    resolved.linkAccount,
+    events,
+    resolved.sessionLimit,
+  );
 
   // Keys are built once: an HMAC with a KeyObject skips re-importing the secret on every request.
   const keys = resolved.secrets.map((secret) => createSecretKey(Buffer.from(secret, 'utf8')));
@@ -134,6 +162,12 @@ export function ssoSession(options: SsoSessionOptions): SsoSessionMiddleware {
   }
 
   const middleware = function ssoSessionMiddleware(req: Request, res: Response, next: NextFunction): void {
+    // A path that does not decode names nothing the app serves: refused before a session is read or a login
+    // redirect would carry it as the address to come back to.
+    if (hasMalformedPercentEncoding(req.path)) {
+      next(malformedUriError());
+      return;
+    }
     if (req.sso !== undefined) {
       next();
       return;
@@ -158,5 +192,6 @@ export function ssoSession(options: SsoSessionOptions): SsoSessionMiddleware {
   Object.defineProperty(middleware, 'manager', { value: manager, enumerable: true });
   Object.defineProperty(middleware, 'context', { value: runtime, enumerable: true });
   Object.defineProperty(middleware, 'cache', { value: cache, enumerable: true });
+  attachSessionReader(middleware, createSessionReader(runtime, keys, sessionStore));
   return middleware;
 }

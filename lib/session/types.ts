@@ -1,4 +1,5 @@
 import type { Request } from 'express';
+import type { SecurityEvents } from '../events/security-events';
 import type { Identity } from './identity';
 import type { Authentication, LoginAuthentication } from './authentication';
 
@@ -100,6 +101,11 @@ export interface SessionManager {
   revokeSession(userId: string, handle: string): Promise<boolean>;
   /** Ends every session of the user; resolves to how many were live. */
   logoutEverywhere(userId: string): Promise<number>;
+  /**
+   * Ends every session of every user who signed in within a session's absolute lifetime (an administrator's "sign
+   * everyone out"); resolves to how many users had sessions and how many sessions were live.
+   */
+  logoutEveryone(): Promise<{ users: number; sessions: number }>;
   /** Ends every session indexed under a tag given to `establishLogin`; resolves to how many were live. */
   destroyByTag(tag: string): Promise<number>;
   /** The public handle of a session id. */
@@ -143,4 +149,6 @@ export interface SsoRequestContext {
   readonly cookie: SessionCookieSettings;
   readonly idleTimeoutSeconds: number;
   readonly absoluteLifetimeSeconds: number;
+  /** The security events given to `ssoSession`, for the kit's later middlewares and the app's own events. */
+  readonly events?: SecurityEvents | undefined;
 }

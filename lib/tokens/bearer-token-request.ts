@@ -9,12 +9,16 @@ export const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
 export interface TokenPlaces {
   allowQuery: boolean;
   allowBody: boolean;
+  /** Accept `Authorization: DPoP <token>` (RFC 9449 §7.1) besides Bearer. Default false. */
+  allowDpop?: boolean;
 }
 
 /** A token found in a request; a header token's characters are checked later, and only when it is not cached. */
 export interface FoundToken {
   token: string;
   fromHeader: boolean;
+  /** Sent with the DPoP scheme (so it must come with a proof of its key). */
+  dpop?: boolean;
 }
 
 function countAuthorizationHeaders(req: Request): number {
@@ -40,9 +44,18 @@ export function extractBearerToken(req: Request, places: TokenPlaces, errors: Be
   if (header !== undefined) {
     // Node keeps only the first of repeated Authorization headers; a second one is an ambiguous request.
     if (countAuthorizationHeaders(req) > 1) return errors.invalidRequest(INVALID_REQUEST.twoMethods);
-    if (header.length < 8 || header.charCodeAt(6) !== 32 || header.slice(0, 6).toLowerCase() !== 'bearer')
-      return errors.invalidRequest(INVALID_REQUEST.header);
-    found = { token: header.slice(7), fromHeader: true };
+    if (header.length >= 8 && header.charCodeAt(6) === 32 && header.slice(0, 6).toLowerCase() === 'bearer') {
+      found = { token: header.slice(7), fromHeader: true };
+    } else if (
+      places.allowDpop === true &&
+      header.length >= 6 &&
+      header.charCodeAt(4) === 32 &&
+      header.slice(0, 4).toLowerCase() === 'dpop'
+    ) {
+      found = { token: header.slice(5), fromHeader: true, dpop: true };
+    } else {
+      return errors.invalidRequest(places.allowDpop === true ? INVALID_REQUEST.dpopHeader : INVALID_REQUEST.header);
+    }
   }
   // Only look at the query when the URL can carry a token at all; parsing it on every request would cost.
   if (req.url.includes('access_token')) {

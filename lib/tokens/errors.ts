@@ -99,7 +99,7 @@ export class KeySourceUnavailableError extends Error {
 export const KeySourceUnavailable = KeySourceUnavailableError;
 
 /** Why a refresh token was refused. Every reason maps to the OAuth error `invalid_grant`. */
-export type RefreshTokenErrorReason = 'invalid' | 'reused' | 'revoked' | 'client_mismatch';
+export type RefreshTokenErrorReason = 'invalid' | 'reused' | 'revoked' | 'client_mismatch' | 'key_mismatch';
 
 /**
  * A refresh token cannot be redeemed. `reused` means an already-rotated token came back: its grant (every family
@@ -124,7 +124,9 @@ export class RefreshTokenError extends Error {
           ? 'the refresh token has been revoked'
           : reason === 'client_mismatch'
             ? 'the refresh token was issued to another client; its grant has been revoked'
-            : 'the refresh token is invalid or expired',
+            : reason === 'key_mismatch'
+              ? 'the refresh token is bound to a DPoP key the request did not prove; its grant has been revoked'
+              : 'the refresh token is invalid or expired',
     );
     this.reason = reason;
   }

@@ -26,6 +26,7 @@ export {
   type AccessTokenInput,
   type IdTokenInput,
   type IssuedToken,
+  type IssuedAccessToken,
   type IssuedTokens,
   type RedeemRefreshTokenInput,
 } from './token-service';
@@ -43,3 +44,23 @@ export { requiredScopes, claimCheck, claimEquals, claimIncludes, type JsonPrimit
 export type { AuthInfo, JwtPayload, JwtHeader } from './types';
 export { authenticationOfToken, tokenMeets } from './token-authentication';
 export type { TokenAuthentication } from './token-claims';
+export {
+  DpopVerifier,
+  DpopError,
+  DPOP_ALGORITHMS,
+  DEFAULT_DPOP_ALGORITHMS,
+  jwkThumbprint,
+  dpopTargetUri,
+  tokenRequestProof,
+  dpopTokenError,
+  type DpopVerifierOptions,
+  type DpopRequestFacts,
+  type VerifiedDpopProof,
+  type DpopNonceOptions,
+  type DpopAlgorithm,
+  type DpopErrorReason,
+  type DpopErrorCode,
+  type DpopMode,
+  type RequireDpopOptions,
+  type TokenRequestProofOptions,
+} from './dpop';

@@ -1,4 +1,6 @@
 import type { KeyObject } from 'node:crypto';
+import { EVENTS_OPTION, eventsOption } from '../events/event-source';
+import type { SecurityEvents } from '../events/security-events';
 import { debugChannel } from '../util/debug';
 import { checkOptions, OptionsError, refuseInProduction, warnOnce, within, type OptionSchema } from '../util/options';
 import { isAcceptableKid, isHmacAlgorithm, isSupportedAlgorithm } from './algorithms';
@@ -34,6 +36,8 @@ export interface JwksCacheOptions {
    * passes its own `allowInsecureLocalDevelopment`). Refused when `NODE_ENV=production`; warns once. Default false.
    */
   allowInsecureLocalDevelopment?: boolean;
+  /** Counts every fetch of the key set in `sso_jwks_refreshes_total` by outcome. Default none. */
+  events?: SecurityEvents;
 }
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
@@ -91,6 +95,7 @@ const SCHEMA: OptionSchema = {
   },
   ...JWKS_TUNING_SCHEMA,
   allowInsecureLocalDevelopment: { type: 'boolean' },
+  events: EVENTS_OPTION,
 };
 
 /**
@@ -128,6 +133,7 @@ export class JwksCache implements KeyResolver {
   private timer: NodeJS.Timeout | undefined;
   private usedSinceRefresh = false;
   private fetchCount = 0;
+  private readonly events: SecurityEvents | undefined;
 
   constructor(options: JwksCacheOptions) {
     checkOptions('JwksCache', options, SCHEMA);
@@ -143,6 +149,7 @@ export class JwksCache implements KeyResolver {
     this.maxResponseBytes = options.maxResponseBytes ?? 256 * 1024;
     this.fetchImpl = options.fetch ?? fetch;
     this.now = options.now ?? Date.now;
+    this.events = eventsOption('JwksCache', options.events);
   }
 
   /** How many fetches were started so far (for health output and tests). */
@@ -238,7 +245,9 @@ export class JwksCache implements KeyResolver {
       this.freshUntil = now + lifetimeMs;
       this.staleUntil = this.freshUntil + this.staleIfErrorMs;
       this.refreshAt = now + Math.max(lifetimeMs * REFRESH_AHEAD_SHARE, MIN_BACKGROUND_INTERVAL_MS);
+      this.events?.metrics.jwksRefreshed('success');
     } catch (error) {
+      this.events?.metrics.jwksRefreshed('failure');
       const now = this.now();
       this.lastError = error;
       this.retryAt = now + this.retryDelayMs;

@@ -1,11 +1,15 @@
 import type { TokenAuthentication } from './token-claims';
 import { randomUUID } from 'node:crypto';
+import type { Request } from 'express';
+import { EVENTS_OPTION, eventsOption } from '../events/event-source';
+import type { SecurityEvents } from '../events/security-events';
 import type { KeyValueStore } from '../store/port';
 import { debugChannel } from '../util/debug';
 import { checkOptions, OptionsError, within, type OptionSchema } from '../util/options';
 import { RefreshTokenError } from './errors';
 import { accessTokenRevokedKey, grantRevokedKey, ID_PATTERN, TokenRevocations, type RevocableClaims } from './token-revocations';
 import { sha256 } from '../util/digest';
+import { isThumbprint } from './dpop/proof-key';
 import { randomToken } from '../util/random-token';
 
 /** Options of {@link RefreshTokens}. */
@@ -27,6 +31,8 @@ export interface RefreshTokensOptions {
   accessTokenLifetimeSeconds?: number;
   /** The clock, in epoch milliseconds. Default `Date.now`. */
   now?: () => number;
+  /** Where a detected reuse is recorded (`refresh_token.reused`, the grant revoked). Default none. */
+  events?: SecurityEvents;
 }
 
 /** What a refresh token stands for. */
@@ -50,6 +56,11 @@ export interface RefreshTokenRecord {
   expiresAt: number;
   /** How the user authenticated at the login that started the family; access tokens of every rotation state it. */
   authentication?: TokenAuthentication;
+  /**
+   * The RFC 7638 thumbprint of the DPoP key the family is bound to (RFC 9449 §5): every rotation must show a proof
+   * of that key.
+   */
+  jkt?: string;
 }
 
 /** What {@link RefreshTokens.issue} takes. */
@@ -61,6 +72,8 @@ export interface IssueRefreshTokenInput {
   authentication?: TokenAuthentication;
   /** Groups several families under one grant (e.g. one consent); default: the new family is its own grant. */
   grantId?: string;
+  /** Binds the family to a DPoP key (its RFC 7638 thumbprint, from the token request's proof). */
+  jkt?: string;
 }
 
 /** A freshly issued refresh token. `token` is shown to the client once and never stored. */
@@ -76,6 +89,7 @@ export type { RevocableClaims } from './token-revocations';
 const FAMILY_ACTIVE = 'active';
 const FAMILY_REVOKED = 'revoked';
 const TOKEN_PATTERN = /^[A-Za-z0-9_-]{43}$/;
+
 // Revocation marks outlive the tokens they cover by this much, for clock skew between servers.
 const CLOCK_SKEW_SECONDS = 60;
 const DAY = 24 * 3600;
@@ -93,6 +107,7 @@ const SCHEMA: OptionSchema = {
   absoluteLifetimeSeconds: { type: 'integer', expected: 'a whole number of seconds from 1 to 31536000', check: within(1, 365 * DAY) },
   accessTokenLifetimeSeconds: { type: 'integer', expected: 'a whole number of seconds from 1 to 86400', check: within(1, DAY) },
   now: { type: 'function', expected: 'a function returning epoch milliseconds' },
+  events: EVENTS_OPTION,
 };
 
 function hashToken(token: string): string {
@@ -148,6 +163,7 @@ export class RefreshTokens {
   readonly revocations: TokenRevocations;
   private readonly store: KeyValueStore;
   private readonly now: () => number;
+  private readonly events: SecurityEvents | undefined;
 
   constructor(options: RefreshTokensOptions) {
     checkOptions('RefreshTokens', options as unknown, SCHEMA);
@@ -157,6 +173,7 @@ export class RefreshTokens {
     this.accessTokenLifetimeSeconds = options.accessTokenLifetimeSeconds ?? DAY;
     this.now = options.now ?? Date.now;
     this.revocations = new TokenRevocations(this.store);
+    this.events = eventsOption('RefreshTokens', options.events);
   }
 
   /**
@@ -171,6 +188,11 @@ export class RefreshTokens {
     if (typeof input.subject !== 'string' || input.subject === '')
       throw new OptionsError('RefreshTokens.issue: subject must be a non-empty string');
     if (input.scope !== undefined && typeof input.scope !== 'string') throw new OptionsError('RefreshTokens.issue: scope must be a string');
+    if (input.jkt !== undefined && !isThumbprint(input.jkt)) {
+      throw new OptionsError(
+        'RefreshTokens.issue: jkt must be an RFC 7638 thumbprint (43 base64url characters), e.g. the jkt of a verified DPoP proof',
+      );
+    }
     const familyId = randomUUID();
     const grantId = input.grantId === undefined ? familyId : requireId('grantId', input.grantId);
     const now = this.now();
@@ -183,6 +205,7 @@ export class RefreshTokens {
         grantId,
         ...(input.scope !== undefined ? { scope: input.scope } : {}),
         ...(input.authentication !== undefined ? { authentication: { ...input.authentication } } : {}),
+        ...(input.jkt !== undefined ? { jkt: input.jkt } : {}),
       },
       now,
       [`grant:{${grantId}}:families`],
@@ -195,14 +218,16 @@ export class RefreshTokens {
 
   /**
    * Redeems a refresh token: consumes it and returns its successor. Of two concurrent rotations of one token
-   * exactly one consumes it; the other counts as reuse. Reuse, or presentation by another client, revokes the grant
-   * (and with it any successor just minted).
+   * exactly one consumes it; the other counts as reuse. Reuse, presentation by another client, or for a family
+   * bound to a DPoP key presentation without a proof of that key (`binding.jkt`), revokes the grant (and with it
+   * any successor just minted) and is recorded as `refresh_token.reused`, with the facts of `req` (the request that
+   * presented it) when given.
    *
    * @example
-   * try { const next = await refreshTokens.rotate(req.body.refresh_token, client.id); }
+   * try { const next = await refreshTokens.rotate(req.body.refresh_token, client.id, { jkt: proof?.jkt }, req); }
    * catch (err) { if (err instanceof RefreshTokenError) throw new BadRequestError({ code: 'invalid_grant' }); }
    */
-  async rotate(token: string, clientId: string): Promise<IssuedRefreshToken> {
+  async rotate(token: string, clientId: string, binding: { jkt?: string } = {}, req?: Request): Promise<IssuedRefreshToken> {
     if (typeof token !== 'string' || !TOKEN_PATTERN.test(token)) throw this.refusal('invalid', 'not a refresh token');
     const hash = hashToken(token);
     // GETDEL: of concurrent callers only one gets the record; the family marker tells the others it was reuse.
@@ -214,6 +239,7 @@ export class RefreshTokens {
       // A marker from before every family had a grant names only the family.
       if (grantId !== undefined) await this.revokeGrant(grantId);
       else await this.revokeFamily(familyId);
+      this.events?.emit('refresh_token.reused', { reason: 'reused', clientId }, req);
       throw this.refusal('reused', 'an already rotated token came back; its grant is revoked');
     }
     const record = parseRecord(raw);
@@ -221,7 +247,14 @@ export class RefreshTokens {
     if (record.clientId !== clientId) {
       // The token leaked to another client; the safe reading is that the grant is compromised.
       await this.revokeGrant(record.grantId);
+      this.events?.emit('refresh_token.reused', { reason: 'client_mismatch', clientId, userId: record.subject }, req);
       throw this.refusal('client_mismatch', 'presented by another client; its grant is revoked');
+    }
+    if (record.jkt !== undefined && binding.jkt !== record.jkt) {
+      // Whoever sent it does not hold the key the family is bound to: the token leaked, as with another client.
+      await this.revokeGrant(record.grantId);
+      this.events?.emit('refresh_token.reused', { reason: 'key_mismatch', clientId, userId: record.subject }, req);
+      throw this.refusal('key_mismatch', 'presented without a proof of its DPoP key; its grant is revoked');
     }
     const now = this.now();
     if (record.expiresAt <= now) throw this.refusal('invalid', 'expired');
@@ -239,7 +272,7 @@ export class RefreshTokens {
       await this.revokeFamily(record.familyId);
       throw this.refusal('revoked', 'its grant is revoked');
     }
-    const { familyId, subject, scope, grantId, familyCreatedAt, authentication } = record;
+    const { familyId, subject, scope, grantId, familyCreatedAt, authentication, jkt } = record;
     return this.mintConfirmed(
       {
         familyId,
@@ -250,6 +283,7 @@ export class RefreshTokens {
         ...(scope !== undefined ? { scope } : {}),
         // A refresh is no new authentication: the tokens keep stating the login's level and auth_time.
         ...(authentication !== undefined ? { authentication } : {}),
+        ...(jkt !== undefined ? { jkt } : {}),
       },
       now,
       // The consumed token: its deletion must survive too, or a failover would make it redeemable again.

@@ -2,6 +2,8 @@ import { createSecretKey, KeyObject } from 'node:crypto';
 import type { Request } from 'express';
 import type { JwtPayload } from './types';
 import { REQUIREMENT_OPTIONS, type AuthenticationLevel, type AuthenticationRequirement } from '../session/step-up';
+import { EVENTS_OPTION, eventsOption } from '../events/event-source';
+import type { SecurityEvents } from '../events/security-events';
 import type { KeyValueStore } from '../store/port';
 import { checkOptions, OptionsError, within, type OptionSchema } from '../util/options';
 import { isHmacAlgorithm, keyFitsAlgorithm, minimumSecretBytes, type SupportedAlgorithm } from './algorithms';
@@ -10,6 +12,7 @@ import type { KeyResolver } from './key-set';
 import { TokenRevocations } from './token-revocations';
 import { ACCESS_TOKEN_CLAIMS, TokenService } from './token-service';
 import { createJwtVerifier, VERIFIER_SCHEMA, type VerifiedJwt } from './verify-jwt';
+import { dpopBinding, type DpopBinding, type DpopMode, type RequireDpopOptions } from './dpop/require-dpop';
 
 /**
  * Options of {@link requireBearer}. Exactly one key source: `secret`, `keys`, `jwksUri`, or `tokenService` (which
@@ -23,7 +26,7 @@ export interface RequireBearerOptions {
   /** The issuer's JWKS URL; a {@link JwksCache} is built from it (tune it with `jwks`). */
   jwksUri?: string;
   /** Tuning of the JwksCache built from `jwksUri` (timeoutSeconds, cooldownSeconds, maxAgeSeconds, …). */
-  jwks?: Omit<JwksCacheOptions, 'uri'>;
+  jwks?: Omit<JwksCacheOptions, 'uri' | 'events'>;
   /**
    * The kit's `TokenService` whose access tokens this API accepts: its keys, issuer, algorithms, `typ: at+jwt`, the
    * RFC 9068 claims, and (with a store) the revocation of grants, reused refresh tokens included, with no more wiring.
@@ -44,8 +47,13 @@ export interface RequireBearerOptions {
   clockToleranceSeconds?: number;
   /** Refuse tokens older than this (by iat). Default: no limit beyond exp. */
   maxTokenAgeSeconds?: number;
-  /** Required `typ` header, e.g. `at+jwt` (RFC 9068). Default: not checked (`at+jwt` with `tokenService`). */
-  typ?: string;
+  /**
+   * The `typ` header access tokens must carry (RFC 8725 §3.11, ASVS 9.2.2), compared case-insensitively with
+   * `application/` optional. Default `at+jwt` (RFC 9068), so an ID token or another JWT of the issuer cannot pass
+   * as an access token. For an issuer that types its access tokens `JWT` (Keycloak, Entra ID), give `'JWT'`; for one
+   * that sends no `typ`, `false` turns the check off (the audience check is then all that tells the kinds apart).
+   */
+  typ?: string | false;
   /** Claims that must be present besides exp, iss, aud. */
   requiredClaims?: readonly string[];
   /** The `realm` of the challenge. Default `api`. */
@@ -67,6 +75,19 @@ export interface RequireBearerOptions {
   acr?: AuthenticationLevel;
   /** The token's `auth_time` must be at most this many seconds ago (RFC 9470 `max_age`); a token without it is refused. */
   maxAgeSeconds?: number;
+  /**
+   * Where refusals are recorded (`token.refused` with the reason) and verification latency is measured. Default the
+   * events of `tokenService`, when it has some. A token accepted from the cache costs nothing more.
+   */
+  events?: SecurityEvents;
+  /**
+   * Accept DPoP-bound tokens (RFC 9449): `Authorization: DPoP <token>` with a `DPoP` proof of the key in the token's
+   * `cnf.jkt`. `'allowed'`: those, and Bearer tokens not bound to a key; `'required'`: only those. The long form
+   * `{ mode, replayStore, algorithms, proofMaxAgeSeconds, clockSkewSeconds, nonce }` tunes the proof check; the
+   * replay store defaults to the `tokenService`'s store or the `revocationStore`. Default: off, and a token bound to
+   * a key is refused (whoever sends it as Bearer cannot show they hold the key).
+   */
+  dpop?: DpopMode | RequireDpopOptions;
 }
 
 /** What the factory needs, worked out once from the options. */
@@ -77,6 +98,9 @@ export interface BearerSetup {
   maxTokenAgeMs: number | undefined;
   /** The route's authentication requirement, or undefined when `acr`/`auth_time` are not checked. */
   requirement: AuthenticationRequirement | undefined;
+  events: SecurityEvents | undefined;
+  /** The DPoP half, or undefined when `dpop` is not given. */
+  dpop: DpopBinding | undefined;
 }
 
 const SCHEMA: OptionSchema = {
@@ -91,7 +115,17 @@ const SCHEMA: OptionSchema = {
   audience: VERIFIER_SCHEMA.audience,
   clockToleranceSeconds: VERIFIER_SCHEMA.clockToleranceSeconds,
   maxTokenAgeSeconds: VERIFIER_SCHEMA.maxTokenAgeSeconds,
-  typ: VERIFIER_SCHEMA.typ,
+  typ: {
+    type: ['string', 'boolean'],
+    expected: 'a media type such as "at+jwt" or "JWT", or false',
+    check: (typ: string | boolean) => (typ === '' || typ === true ? 'must be a media type such as "JWT", or false' : undefined),
+  },
+  dpop: {
+    type: ['string', 'object'],
+    expected: '"allowed", "required" or { mode, replayStore, … }',
+    check: (dpop: unknown) =>
+      typeof dpop !== 'string' || dpop === 'allowed' || dpop === 'required' ? undefined : 'must be "allowed" or "required"',
+  },
   requiredClaims: VERIFIER_SCHEMA.requiredClaims,
   maxTokenLength: VERIFIER_SCHEMA.maxTokenLength,
   realm: {
@@ -105,6 +139,7 @@ const SCHEMA: OptionSchema = {
   allowBodyToken: { type: 'boolean' },
   cacheSize: { type: 'integer', expected: 'a whole number from 0 to 1000000', check: within(0, 1_000_000) },
   ...REQUIREMENT_OPTIONS,
+  events: EVENTS_OPTION,
 };
 
 const RELATIONS = {
@@ -144,13 +179,17 @@ function secretResolver(secret: string | Buffer | KeyObject, algorithms: readonl
   return { getKey: () => key };
 }
 
-function resolverFrom(options: RequireBearerOptions, algorithms: readonly SupportedAlgorithm[]): KeyResolver {
+function resolverFrom(
+  options: RequireBearerOptions,
+  algorithms: readonly SupportedAlgorithm[],
+  events: SecurityEvents | undefined,
+): KeyResolver {
   if (options.secret !== undefined) return secretResolver(options.secret, algorithms);
   if (options.keys !== undefined) return options.keys;
   if (algorithms.some(isHmacAlgorithm))
     throw new OptionsError('requireBearer: a JWKS publishes public keys only; algorithms must not list HS*');
   checkOptions('requireBearer: jwks', options.jwks ?? {}, JWKS_TUNING_SCHEMA);
-  return new JwksCache({ ...options.jwks, uri: options.jwksUri as string });
+  return new JwksCache({ ...options.jwks, uri: options.jwksUri as string, ...(events === undefined ? {} : { events }) });
 }
 
 /**
@@ -177,9 +216,11 @@ export function bearerSetup(options: RequireBearerOptions): BearerSetup {
   }
   if (options.jwks !== undefined && options.jwksUri === undefined)
     throw new OptionsError('requireBearer: jwks tunes the cache of jwksUri; give jwksUri too');
+  const events = eventsOption('requireBearer', options.events) ?? service?.events;
   const algorithms = service?.algorithms ?? (options.algorithms as readonly SupportedAlgorithm[]);
-  const keys = service?.keys ?? resolverFrom(options, algorithms);
-  const typ = service ? 'at+jwt' : options.typ;
+  const keys = service?.keys ?? resolverFrom(options, algorithms, events);
+  // RFC 9068 §4 and ASVS 9.2.2: checked unless turned off, so no other JWT of the issuer passes as an access token.
+  const typ = service ? 'at+jwt' : options.typ === false ? undefined : (options.typ ?? 'at+jwt');
   const requiredClaims = service ? [...new Set([...ACCESS_TOKEN_CLAIMS, ...(options.requiredClaims ?? [])])] : options.requiredClaims;
   const verify = createJwtVerifier({
     keys,
@@ -193,10 +234,12 @@ export function bearerSetup(options: RequireBearerOptions): BearerSetup {
     ...(options.maxTokenLength !== undefined ? { maxTokenLength: options.maxTokenLength } : {}),
   });
   const revocations = service?.revocations ?? (options.revocationStore ? new TokenRevocations(options.revocationStore) : undefined);
+  const realm = options.realm ?? 'api';
   return {
     verify,
     revocations,
-    realm: options.realm ?? 'api',
+    realm,
+    dpop: dpopBinding(options.dpop, realm, service?.store ?? options.revocationStore),
     maxTokenAgeMs: options.maxTokenAgeSeconds === undefined ? undefined : options.maxTokenAgeSeconds * 1000,
     requirement:
       options.acr === undefined && options.maxAgeSeconds === undefined
@@ -205,5 +248,6 @@ export function bearerSetup(options: RequireBearerOptions): BearerSetup {
             ...(options.acr === undefined ? {} : { acr: options.acr }),
             ...(options.maxAgeSeconds === undefined ? {} : { maxAgeSeconds: options.maxAgeSeconds }),
           },
+    events,
   };
 }

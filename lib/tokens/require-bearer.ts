@@ -1,9 +1,14 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { rememberEvents } from '../events/event-source';
+import type { SecurityEventReason } from '../events/vocabulary';
 import { debugChannel } from '../util/debug';
 import { OptionsError } from '../util/options';
 import { prepareForProperties } from '../util/request-shape';
 import { bearerErrors, INVALID_REQUEST, rememberRealm } from './bearer-errors';
-import { B64TOKEN, extractBearerToken } from './bearer-token-request';
+import { B64TOKEN, extractBearerToken, type FoundToken } from './bearer-token-request';
+import { dpopFailure } from './dpop/dpop-challenges';
+import { DpopError } from './dpop/dpop-error';
+import { refusesBearer } from './dpop/require-dpop';
 import { TokenError } from './errors';
 import { InsufficientAuthenticationError } from '../session/step-up';
 import { tokenMeets } from './token-authentication';
@@ -54,42 +59,101 @@ export function requireBearer(options: RequireBearerOptions): RequestHandler {
   if (arguments.length === 3 && typeof arguments[2] === 'function') {
     throw new OptionsError('requireBearer: it is a factory: write app.use(requireBearer({ ... })), not app.use(requireBearer)');
   }
-  const { verify, revocations, realm, maxTokenAgeMs, requirement } = bearerSetup(options);
+  const { verify, revocations, realm, maxTokenAgeMs, requirement, dpop, events } = bearerSetup(options);
+  const metrics = events?.metrics;
   const insufficient = requirement === undefined ? undefined : new InsufficientAuthenticationError(requirement, { realm });
-  const errors = bearerErrors(realm);
-  const places = { allowQuery: options.allowQueryToken === true, allowBody: options.allowBodyToken === true };
+  // With DPoP, challenges name both schemes (or DPoP alone); a DPoP-scheme request gets DPoP's own.
+  const errors = dpop?.errors.plain ?? bearerErrors(realm);
+  const places = {
+    allowQuery: options.allowQueryToken === true,
+    allowBody: options.allowBodyToken === true,
+    allowDpop: dpop !== undefined,
+  };
   const { isRevoked } = options;
   const cacheSize = options.cacheSize ?? 1000;
   const cache = new VerifiedTokenCache(cacheSize, maxTokenAgeMs);
-  const ownRealm = realm !== 'api';
+  const defaultErrors = bearerErrors('api');
+  // The realm is worth recording only when the app named one.
+  const realmField = realm !== 'api' ? { realm } : {};
 
   /** True when the token meets the route's `acr`/`maxAgeSeconds`, checked on every request (age changes). */
   function strongEnough(entry: CachedToken): boolean {
     return requirement === undefined || tokenMeets(entry.claims, requirement, Math.floor(Date.now() / 1000));
   }
 
-  function accept(req: Request, token: string, entry: CachedToken): void {
-    const auth: AuthInfo = { token, header: entry.header, payload: entry.claims };
+  /** The errors of the scheme a request used: the claim checks after this middleware answer in it too. */
+  const errorsOf = (found: FoundToken) => (found.dpop === true ? (dpop as NonNullable<typeof dpop>).errors.dpop : errors);
+
+  function accept(req: Request, found: FoundToken, entry: CachedToken): void {
+    const auth: AuthInfo = { token: found.token, header: entry.header, payload: entry.claims };
     req.auth = auth;
-    if (ownRealm) rememberRealm(req, realm);
+    const schemeErrors = errorsOf(found);
+    if (schemeErrors !== defaultErrors) rememberRealm(req, schemeErrors);
   }
 
-  async function authorize(req: Request, token: string, entry: CachedToken): Promise<void> {
-    // One batched store read for tokens of a grant: a reused refresh token or revokeGrant ends them at once.
-    if (entry.checkRevocation && (await (revocations as NonNullable<typeof revocations>).isRevoked(entry.claims))) {
-      throw new TokenError('revoked', 'gid');
-    }
+  async function authorize(req: Request, res: Response, found: FoundToken, entry: CachedToken): Promise<void> {
+    if (found.dpop !== true && refusesBearer(entry.claims)) throw new DpopError('bound_token_as_bearer');
+    // The proof's replay-store write and the revocation read are started together: one trip to Redis for both.
+    const [, revoked] = await Promise.all([
+      found.dpop === true ? (dpop as NonNullable<typeof dpop>).checkProof(req, res, found.token, entry.claims) : undefined,
+      // One batched store read for tokens of a grant: a reused refresh token or revokeGrant ends them at once.
+      entry.checkRevocation ? (revocations as NonNullable<typeof revocations>).isRevoked(entry.claims) : false,
+    ]);
+    if (revoked) throw new TokenError('revoked', 'gid');
     if (isRevoked && (await isRevoked(entry.claims, req))) throw new TokenError('revoked');
     if (!strongEnough(entry)) throw insufficient;
-    accept(req, token, entry);
+    accept(req, found, entry);
   }
 
-  function refuse(req: Request, token: string, error: unknown, next: NextFunction): void {
-    if (debug.enabled) {
-      const why = error instanceof TokenError ? `${error.reason}${error.claim ? ` (${error.claim})` : ''}` : String((error as Error)?.name);
-      debug('refused %s %s: %s; %s', req.method, pathOf(req), why, headerFacts(token));
+  /**
+   * Records a refusal where it is decided: a 4xx as `token.refused` (or `dpop.proof_refused`) with its reason (and,
+   * for a token that verified but is revoked or too weak, whose it is); an outage (502/503) is left to the error
+   * handler, with these events.
+   */
+  function record(req: Request, error: unknown, entry?: CachedToken): void {
+    if (events === undefined) return;
+    const claims = entry?.claims;
+    const whose = {
+      ...realmField,
+      ...(typeof claims?.sub === 'string' ? { userId: claims.sub } : {}),
+      ...(typeof claims?.client_id === 'string' ? { clientId: claims.client_id } : {}),
+    };
+    if (error instanceof DpopError) {
+      events.emit('dpop.proof_refused', { reason: error.reason, ...whose }, req);
+      return;
     }
-    next(error === insufficient ? error : errors.fromFailure(error));
+    const reason: SecurityEventReason<'token.refused'> | undefined =
+      error === insufficient ? 'insufficient_authentication' : error instanceof TokenError ? error.reason : undefined;
+    if (reason === undefined) rememberEvents(req, events);
+    else events.emit('token.refused', { reason, ...whose }, req);
+  }
+
+  function refuse(req: Request, found: FoundToken, error: unknown, next: NextFunction, entry?: CachedToken): void {
+    if (debug.enabled) {
+      const why =
+        error instanceof TokenError || error instanceof DpopError
+          ? `${error.reason}${error.claim ? ` (${error.claim})` : ''}`
+          : String((error as Error)?.name);
+      debug('refused %s %s: %s; %s', req.method, pathOf(req), why, headerFacts(found.token));
+    }
+    record(req, error, entry);
+    next(error === insufficient ? error : dpopFailure(error, errorsOf(found)));
+  }
+
+  /** Verifies a token not in the cache, timing it when metrics are on (a cache hit is no verification). */
+  function verifyTimed(token: string) {
+    if (metrics === undefined) return verify(token);
+    const started = performance.now();
+    return verify(token).then(
+      (verified) => {
+        metrics.observeTokenVerification('success', (performance.now() - started) / 1000);
+        return verified;
+      },
+      (error: unknown) => {
+        metrics.observeTokenVerification('failure', (performance.now() - started) / 1000);
+        throw error;
+      },
+    );
   }
 
   return function requireBearerMiddleware(req: Request, res: Response, next: NextFunction): void {
@@ -98,12 +162,19 @@ export function requireBearer(options: RequireBearerOptions): RequestHandler {
     const found = extractBearerToken(req, places, errors);
     if (found === undefined) {
       debug('refused %s %s: no access token', req.method, pathOf(req));
+      if (events !== undefined) events.emit('token.refused', { reason: 'missing', ...realmField }, req);
       next(errors.tokenRequired());
       return;
     }
     if (!('token' in found)) {
       debug('refused %s %s: %s', req.method, pathOf(req), found.detail);
+      if (events !== undefined) events.emit('token.refused', { reason: 'invalid_request', ...realmField }, req);
       next(found);
+      return;
+    }
+    const early = dpop?.refuseEarly(req, found);
+    if (early !== undefined) {
+      refuse(req, found, early, next);
       return;
     }
     const { token } = found;
@@ -111,32 +182,40 @@ export function requireBearer(options: RequireBearerOptions): RequestHandler {
     const now = Date.now();
     const cached = cache.get(hash, now);
     if (cached !== undefined) {
-      if (!isRevoked && !cached.checkRevocation) {
+      if (!isRevoked && !cached.checkRevocation && found.dpop !== true) {
         // The hot path stays synchronous: no promise for a token we already verified.
-        if (!strongEnough(cached)) {
-          refuse(req, token, insufficient, next);
+        const refusal = refusesBearer(cached.claims)
+          ? new DpopError('bound_token_as_bearer')
+          : strongEnough(cached)
+            ? undefined
+            : insufficient;
+        if (refusal !== undefined) {
+          refuse(req, found, refusal, next, cached);
           return;
         }
-        accept(req, token, cached);
+        accept(req, found, cached);
         next();
         return;
       }
-      authorize(req, token, cached).then(next, (error: unknown) => refuse(req, token, error, next));
+      authorize(req, res, found, cached).then(next, (error: unknown) => refuse(req, found, error, next, cached));
       return;
     }
     // A cached token was verified, so it is well-formed; only new header tokens need the character check.
     if (found.fromHeader && !B64TOKEN.test(token)) {
       debug('refused %s %s: the token has characters RFC 6750 does not allow', req.method, pathOf(req));
-      next(errors.invalidRequest(INVALID_REQUEST.header));
+      if (events !== undefined) events.emit('token.refused', { reason: 'invalid_request', ...realmField }, req);
+      next(errors.invalidRequest(dpop === undefined ? INVALID_REQUEST.header : INVALID_REQUEST.dpopHeader));
       return;
     }
-    verify(token)
-      .then((verified) =>
-        authorize(req, token, cache.remember(hash, verified, now, revocations !== undefined && carriesGrant(verified.claims))),
-      )
+    let verifiedEntry: CachedToken | undefined;
+    verifyTimed(token)
+      .then((verified) => {
+        verifiedEntry = cache.remember(hash, verified, now, revocations !== undefined && carriesGrant(verified.claims));
+        return authorize(req, res, found, verifiedEntry);
+      })
       .then(
         () => next(),
-        (error: unknown) => refuse(req, token, error, next),
+        (error: unknown) => refuse(req, found, error, next, verifiedEntry),
       );
   };
 }

@@ -1,4 +1,5 @@
 import { OptionsError } from '../util/options';
+import { isThumbprint } from './dpop/proof-key';
 
 /** What {@link TokenService.issueAccessToken} takes. */
 export interface AccessTokenInput {
@@ -17,6 +18,11 @@ export interface AccessTokenInput {
    */
   authentication?: TokenAuthentication;
   expiresInSeconds?: number;
+  /**
+   * Binds the token to a DPoP key (RFC 9449 §6): its RFC 7638 thumbprint, the `jkt` of the token request's verified
+   * proof, signed as `cnf.jkt`. A resource then accepts the token only with a proof of that key.
+   */
+  dpopJkt?: string;
 }
 
 /** The authentication an access token states. */
@@ -51,7 +57,22 @@ export interface TokenContent {
   claims: Record<string, unknown>;
 }
 
-const REGISTERED = new Set(['iss', 'sub', 'aud', 'exp', 'iat', 'nbf', 'jti', 'nonce', 'auth_time', 'sid', 'azp', 'client_id', 'gid']);
+const REGISTERED = new Set([
+  'iss',
+  'sub',
+  'aud',
+  'exp',
+  'iat',
+  'nbf',
+  'jti',
+  'nonce',
+  'auth_time',
+  'sid',
+  'azp',
+  'client_id',
+  'gid',
+  'cnf',
+]);
 
 /** A whole number of seconds from 1 to `max`, or the fallback when absent. */
 export function lifetimeOf(owner: string, name: string, value: unknown, fallback: number, max: number): number {
@@ -125,6 +146,14 @@ export function accessTokenContent(input: AccessTokenInput, defaultLifetime: num
     ...(input.grantId !== undefined ? { gid: nonEmpty(owner, 'grantId', input.grantId) } : {}),
     ...authenticationClaims(owner, input.authentication),
   };
+  if (input.dpopJkt !== undefined) {
+    if (!isThumbprint(input.dpopJkt)) {
+      throw new OptionsError(
+        `${owner}: dpopJkt must be an RFC 7638 thumbprint (43 base64url characters): the jkt of a verified DPoP proof`,
+      );
+    }
+    claims.cnf = { jkt: input.dpopJkt };
+  }
   return { subject, audience, expiresIn, claims };
 }
 

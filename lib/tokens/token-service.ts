@@ -1,4 +1,7 @@
 import jwt from 'jsonwebtoken';
+import type { Request } from 'express';
+import { EVENTS_OPTION, eventsOption } from '../events/event-source';
+import type { SecurityEvents } from '../events/security-events';
 import type { KeyValueStore } from '../store/port';
 import { checkOptions, OptionsError, within, type OptionSchema } from '../util/options';
 import { isHmacAlgorithm, type SupportedAlgorithm } from './algorithms';
@@ -10,6 +13,7 @@ import type { RevocableClaims, TokenRevocations } from './token-revocations';
 import { tokenHash, VerifiedTokenCache } from './verified-token-cache';
 import { createJwtVerifier, type VerifiedJwt } from './verify-jwt';
 import { randomToken } from '../util/random-token';
+import { DpopError } from './dpop/dpop-error';
 
 export type { AccessTokenInput, IdTokenInput } from './token-claims';
 
@@ -31,6 +35,17 @@ export interface TokenServiceOptions {
   store?: KeyValueStore;
   /** Leeway used by {@link TokenService.verifyAccessToken}. Default 5 s. */
   clockToleranceSeconds?: number;
+  /**
+   * Where a refresh token's reuse is recorded, and the default events of every `requireBearer({ tokenService })`
+   * that verifies these tokens. Default none.
+   */
+  events?: SecurityEvents;
+  /**
+   * The ids of clients that cannot keep a secret (single-page and mobile apps). Their refresh tokens must be bound
+   * to a DPoP key (RFC 9449 §5, ASVS 10.4.5): `issueTokens` and `redeemRefreshToken` refuse them without `dpopJkt`
+   * (a `DpopError` `proof_missing`; answer it with `dpopTokenError`). Default none.
+   */
+  publicClients?: readonly string[];
 }
 
 /** What {@link TokenService.redeemRefreshToken} takes besides the refresh token. */
@@ -41,6 +56,13 @@ export interface RedeemRefreshTokenInput {
   audience: string | string[];
   roles?: string[];
   expiresInSeconds?: number;
+  /** The request presenting the token, so a detected reuse is recorded with its network and request id. */
+  request?: Request;
+  /**
+   * The key of the request's verified DPoP proof (`proof.jkt`): the new access token is bound to it, and a family
+   * bound to a key is refreshed only with a proof of that key.
+   */
+  dpopJkt?: string;
 }
 
 /** A signed token and its bookkeeping. */
@@ -51,9 +73,15 @@ export interface IssuedToken {
   jti: string;
 }
 
+/** A signed access token: its `token_type` is `DPoP` when it is bound to a key (RFC 9449 §5), else `Bearer`. */
+export interface IssuedAccessToken extends IssuedToken {
+  /** The `token_type` of the token response. */
+  tokenType: 'DPoP' | 'Bearer';
+}
+
 /** An access token and the refresh token of the same grant. */
 export interface IssuedTokens {
-  accessToken: IssuedToken;
+  accessToken: IssuedAccessToken;
   refreshToken: IssuedRefreshToken;
 }
 
@@ -81,6 +109,8 @@ const SCHEMA: OptionSchema = {
   },
   store: { type: 'object', expected: 'a KeyValueStore, e.g. new RedisStore(url)' },
   clockToleranceSeconds: { type: 'number', expected: 'a number of seconds from 0 to 300', check: within(0, 300) },
+  events: EVENTS_OPTION,
+  publicClients: { type: 'string[]', expected: "an array of client ids, e.g. ['shop-spa']" },
 };
 
 /**
@@ -99,6 +129,12 @@ export class TokenService {
   readonly idTokenLifetimeSeconds: number;
   /** Present when a store was given. */
   readonly refreshTokens: RefreshTokens | undefined;
+  /** The events given to the service (its refresh tokens' and its `requireBearer`s'). */
+  readonly events: SecurityEvents | undefined;
+  /** The store given (refresh tokens, revocations); `requireBearer({ tokenService, dpop })` keeps proofs' jtis in it. */
+  readonly store: KeyValueStore | undefined;
+  /** The clients whose refresh tokens must be bound to a DPoP key. */
+  readonly publicClients: ReadonlySet<string>;
   /** The algorithms the service's tokens may carry: those of its keys in the signing key's family (HS* or not). */
   readonly algorithms: readonly SupportedAlgorithm[];
   private readonly clockToleranceSeconds: number;
@@ -118,11 +154,15 @@ export class TokenService {
     this.accessTokenLifetimeSeconds = options.accessTokenLifetimeSeconds ?? 3600;
     this.idTokenLifetimeSeconds = options.idTokenLifetimeSeconds ?? 300;
     this.clockToleranceSeconds = options.clockToleranceSeconds ?? 5;
+    this.events = eventsOption('TokenService', options.events);
+    this.store = options.store;
+    this.publicClients = new Set(options.publicClients ?? []);
     this.refreshTokens =
       options.store === undefined
         ? undefined
         : new RefreshTokens({
             store: options.store,
+            ...(this.events === undefined ? {} : { events: this.events }),
             // Not the default lifetime: a caller may ask for longer tokens, and a revocation must outlive them all.
             accessTokenLifetimeSeconds: MAX_ACCESS_TOKEN_LIFETIME_SECONDS,
             ...(options.refreshTokenLifetimeSeconds !== undefined ? { lifetimeSeconds: options.refreshTokenLifetimeSeconds } : {}),
@@ -138,14 +178,15 @@ export class TokenService {
   }
 
   /**
-   * Signs an RFC 9068 access token: iss, sub, aud, exp, iat, jti, client_id, and scope, roles, gid when given.
-   * Prefer {@link TokenService.issueTokens} when a refresh token goes with it, so the two share a grant.
+   * Signs an RFC 9068 access token: iss, sub, aud, exp, iat, jti, client_id, and scope, roles, gid when given, and
+   * `cnf.jkt` with `dpopJkt` (a DPoP-bound token, `tokenType` `DPoP`). Prefer {@link TokenService.issueTokens}
+   * when a refresh token goes with it, so the two share a grant.
    *
    * @example
    * const { token, expiresIn } = tokens.issueAccessToken({ subject: 'alice', audience: 'api', clientId: 'shop', expiresInSeconds: 7200 });
    */
-  issueAccessToken(input: AccessTokenInput): IssuedToken {
-    return this.sign(accessTokenContent(input, this.accessTokenLifetimeSeconds, MAX_ACCESS_TOKEN_LIFETIME_SECONDS), 'at+jwt');
+  issueAccessToken(input: AccessTokenInput): IssuedAccessToken {
+    return this.signAccessToken(accessTokenContent(input, this.accessTokenLifetimeSeconds, MAX_ACCESS_TOKEN_LIFETIME_SECONDS));
   }
 
   /**
@@ -159,7 +200,8 @@ export class TokenService {
   }
 
   /**
-   * Starts a refresh-token family (a login) and signs an access token of its grant. Needs a store.
+   * Starts a refresh-token family (a login) and signs an access token of its grant. With `dpopJkt` both are bound
+   * to that DPoP key; a public client (`publicClients`) must give one. Needs a store.
    *
    * @example
    * const { accessToken, refreshToken } = await tokens.issueTokens({ subject: 'alice', audience: 'api', clientId: 'shop', scope: 'orders:read' });
@@ -167,6 +209,7 @@ export class TokenService {
   async issueTokens(input: AccessTokenInput): Promise<IssuedTokens> {
     const refreshTokens = this.requireRefreshTokens('issueTokens');
     const content = accessTokenContent(input, this.accessTokenLifetimeSeconds, MAX_ACCESS_TOKEN_LIFETIME_SECONDS);
+    this.refuseUnboundPublicClient(input.clientId, input.dpopJkt);
     const scope = content.claims.scope as string | undefined;
     const refreshToken = await refreshTokens.issue({
       clientId: input.clientId,
@@ -174,14 +217,17 @@ export class TokenService {
       ...(scope !== undefined ? { scope } : {}),
       ...(input.grantId !== undefined ? { grantId: input.grantId } : {}),
       ...(input.authentication !== undefined ? { authentication: input.authentication } : {}),
+      ...(input.dpopJkt !== undefined ? { jkt: input.dpopJkt } : {}),
     });
-    const accessToken = this.sign({ ...content, claims: { ...content.claims, gid: refreshToken.record.grantId } }, 'at+jwt');
+    const accessToken = this.signAccessToken({ ...content, claims: { ...content.claims, gid: refreshToken.record.grantId } });
     return { accessToken, refreshToken };
   }
 
   /**
    * Rotates a refresh token and signs a new access token of the same grant, subject and scope. Reuse of a rotated
-   * token, or another client's token, revokes the grant: its access tokens are refused from then on. Needs a store.
+   * token, another client's token, or a token bound to a DPoP key without `dpopJkt` of that key, revokes the grant:
+   * its access tokens are refused from then on. With `dpopJkt` the new access token is bound to that key; a public
+   * client (`publicClients`) must give one. Needs a store.
    *
    * @example
    * const { accessToken, refreshToken } = await tokens.redeemRefreshToken(req.body.refresh_token, { clientId: 'shop', audience: 'api' });
@@ -189,7 +235,8 @@ export class TokenService {
   async redeemRefreshToken(token: string, input: RedeemRefreshTokenInput): Promise<IssuedTokens> {
     const refreshTokens = this.requireRefreshTokens('redeemRefreshToken');
     if (typeof input !== 'object' || input === null) throw new OptionsError('TokenService.redeemRefreshToken: pass { clientId, audience }');
-    const refreshToken = await refreshTokens.rotate(token, input.clientId);
+    this.refuseUnboundPublicClient(input.clientId, input.dpopJkt);
+    const refreshToken = await refreshTokens.rotate(token, input.clientId, { jkt: input.dpopJkt }, input.request);
     const { record } = refreshToken;
     const accessToken = this.issueAccessToken({
       subject: record.subject,
@@ -200,6 +247,7 @@ export class TokenService {
       ...(record.authentication !== undefined ? { authentication: record.authentication } : {}),
       ...(input.roles !== undefined ? { roles: input.roles } : {}),
       ...(input.expiresInSeconds !== undefined ? { expiresInSeconds: input.expiresInSeconds } : {}),
+      ...(input.dpopJkt !== undefined ? { dpopJkt: input.dpopJkt } : {}),
     });
     return { accessToken, refreshToken };
   }
@@ -258,6 +306,15 @@ export class TokenService {
    */
   isRevoked(claims: RevocableClaims): Promise<boolean> {
     return this.requireRefreshTokens('isRevoked').isRevoked(claims);
+  }
+
+  /** RFC 9449 §5 and ASVS 10.4.5: a public client's refresh tokens are bound to a key, since it has no secret. */
+  private refuseUnboundPublicClient(clientId: string, dpopJkt: string | undefined): void {
+    if (dpopJkt === undefined && this.publicClients.has(clientId)) throw new DpopError('proof_missing');
+  }
+
+  private signAccessToken(content: TokenContent): IssuedAccessToken {
+    return { ...this.sign(content, 'at+jwt'), tokenType: content.claims.cnf === undefined ? 'Bearer' : 'DPoP' };
   }
 
   private requireRefreshTokens(method: string): RefreshTokens {

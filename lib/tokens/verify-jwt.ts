@@ -91,7 +91,14 @@ export const VERIFIER_SCHEMA = {
   now: { type: 'function', expected: 'a function returning epoch milliseconds' },
 } satisfies OptionSchema;
 
-function decodeSegment(segment: string): Record<string, unknown> {
+/**
+ * A JWS header or payload segment as a JSON object, read strictly: canonical base64url, valid UTF-8, no repeated
+ * members. Refusals are {@link TokenError}s (`malformed`, `duplicate_member`); the DPoP proof check reuses it.
+ *
+ * @example
+ * const header = decodeSegment(token.slice(0, token.indexOf('.')));
+ */
+export function decodeSegment(segment: string): Record<string, unknown> {
   const bytes = Buffer.from(segment, 'base64url');
   // Non-canonical encodings (stray trailing bits) would let two strings carry one token.
   if (bytes.toString('base64url') !== segment) throw new TokenError('malformed');
@@ -106,7 +113,13 @@ function decodeSegment(segment: string): Record<string, unknown> {
   return parsed.value;
 }
 
-function normalizeTyp(typ: string): string {
+/**
+ * A `typ` header as RFC 7515 §4.1.9 compares it: case-insensitive, with `application/` optional.
+ *
+ * @example
+ * normalizeTyp('application/AT+JWT'); // 'at+jwt'
+ */
+export function normalizeTyp(typ: string): string {
   const lower = typ.toLowerCase();
   return lower.startsWith('application/') ? lower.slice('application/'.length) : lower;
 }

@@ -1,7 +1,22 @@
 import createDebug from 'debug';
 
 /** The areas that explain their refusals on the `debug` channel `express-sso-kit:<area>`. */
-export type DebugArea = 'session' | 'csrf' | 'token' | 'redirect' | 'oidc' | 'qr' | 'portal' | 'basic' | 'rbac' | 'cors' | 'store';
+export type DebugArea =
+  | 'session'
+  | 'forward-auth'
+  | 'csrf'
+  | 'token'
+  | 'redirect'
+  | 'oidc'
+  | 'qr'
+  | 'portal'
+  | 'basic'
+  | 'rbac'
+  | 'cors'
+  | 'store'
+  | 'credentials'
+  | 'accounts'
+  | 'mail';
 
 /** A debug logger: call it only with reasons and public facts, never a token, code, state, cookie or password. */
 export interface DebugLog {

@@ -13,13 +13,36 @@ function reinsert(target: object, name: 'req' | 'res'): void {
 }
 
 /**
- * Lets the kit, and everything after it in the chain, add properties to an Express request and response cheaply.
- * Express gives both objects its app's prototype (`Object.setPrototypeOf`); from then on V8 shares no property
- * layout between requests, so every property added afterwards copies the object's whole layout (about 1.2–2.2 µs
- * apiece on Node 20, and the copy is left to the garbage collector). Express itself, Node's HTTP response and the
- * kit all add properties after that point. Taking one own property out and putting it back turns the object's
- * properties into a dictionary once (about 1.6 µs), after which each addition costs tens of nanoseconds.
- * `bench/request-properties.ts` measures both; bench/RESULTS.md shows the effect on whole requests.
+ * True on the Node versions where the step pays: Node 22 (V8 12.4) copies an Express request's whole property layout
+ * for every property added to it; from Node 24 (V8 13.6) on, adding a property to such an object is cheap again, and
+ * the step itself (two deletes and inserts, then dictionary lookups for every property read) only costs. Measured by
+ * `bench/request-properties.ts` on 22, 24 and 26 (six properties: 51.9 µs without the step and 7.2 µs with it on
+ * Node 22; 5.2 µs without and 8.1 µs with it on 24; 2.9 µs without and 7.5 µs with it on 26, on a loaded machine).
+ */
+export const PROPERTY_ADDITIONS_COPY_LAYOUT = Number(process.versions.node.split('.')[0]) < 24;
+
+/**
+ * Turns `req`'s and `res`'s properties into dictionaries, whatever the Node version: {@link prepareForProperties}
+ * without its version check, for the bench's `bare-prepared` case.
+ *
+ * @example
+ * turnIntoDictionaries(req, res);
+ */
+export function turnIntoDictionaries(req: object, res: object): void {
+  reinsert(req, 'res');
+  reinsert(res, 'req');
+}
+
+/**
+ * Lets the kit, and everything after it in the chain, add properties to an Express request and response cheaply
+ * on Node 22. Express gives both objects its app's prototype (`Object.setPrototypeOf`); from then on V8 12 shares no
+ * property layout between requests, so every property added afterwards copies the object's whole layout (about
+ * 1.2–2.2 µs apiece on a quiet machine, and the copy is left to the garbage collector). Express itself, Node's HTTP
+ * response and the kit all add properties after that point. Taking one own property out and putting it back turns
+ * the object's properties into a dictionary once (about 1.6 µs), after which each addition costs tens of
+ * nanoseconds. From Node 24 on additions are cheap without it and the step costs more than it saves, so there it
+ * does nothing ({@link PROPERTY_ADDITIONS_COPY_LAYOUT}). `bench/request-properties.ts` measures both; bench/RESULTS.md
+ * shows the effect on whole requests (`bare-prepared`) on each version.
  *
  * The properties taken out and put back are `req.res` and `res.req`, which Express 4 and 5 both set on the
  * objects themselves before any middleware runs. Their values and attributes stay as they were; only their place
@@ -31,8 +54,7 @@ function reinsert(target: object, name: 'req' | 'res'): void {
  * req.sso = runtime;
  */
 export function prepareForProperties(req: object, res: object): void {
-  reinsert(req, 'res');
-  reinsert(res, 'req');
+  if (PROPERTY_ADDITIONS_COPY_LAYOUT) turnIntoDictionaries(req, res);
 }
 
 /**

@@ -12,7 +12,7 @@ import { errorHandler, type ErrorLogEntry } from '../../lib/http';
 import { hashPassword } from '../../lib/portal/password-hash';
 import { createPolicy, requirePermission } from '../../lib/rbac';
 import { createRedisConnection, RedisStore } from '../../lib/store';
-import { expectProblem } from '../helpers/problem';
+import { expectProblem, problemWithoutRequestId } from '../helpers/problem';
 import { startPrivateRedis, testPrefix } from '../helpers/redis';
 import type {} from '../../lib';
 
@@ -126,7 +126,7 @@ describe('requireBasic: credentials', () => {
     expectProblem(wrong, 401, 'invalid_credentials');
     expect(wrong.headers['www-authenticate']).toBe(CHALLENGE);
     expect(unknown.status).toBe(401);
-    expect(unknown.body).toEqual(wrong.body);
+    expect(problemWithoutRequestId(unknown.body)).toEqual(problemWithoutRequestId(wrong.body));
     expect(unknown.headers['www-authenticate']).toBe(wrong.headers['www-authenticate']);
   });
 

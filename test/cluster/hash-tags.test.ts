@@ -1,14 +1,14 @@
 import type { AddressInfo } from 'node:net';
 import { Agent, type Server } from 'node:http';
 import express from 'express';
-import Redis, { Cluster } from 'ioredis';
+import Redis, { type Cluster } from 'ioredis';
 import { errorHandler, KeyValueRateLimitStore } from '../../lib/http';
 import { QrLoginRequests } from '../../lib/qr';
 import { establishLogin, requireSession, ssoSession, type SsoSessionMiddleware } from '../../lib/session';
-import { createRedisConnection, RedisStore } from '../../lib/store';
+import { RedisStore } from '../../lib/store';
 import { RefreshTokens } from '../../lib/tokens';
-import { deleteByPrefix, testPrefix } from '../helpers/redis';
-import { keySlot, recordKeySlots, startRedisCluster, type RedisClusterHarness } from '../helpers/redis-cluster';
+import { testPrefix } from '../helpers/redis';
+import { keySlot, openTestCluster, recordKeySlots, type TestCluster } from '../helpers/redis-cluster';
 import { TEST_SOURCE, userId } from '../helpers/sso-apps';
 import { plainRequest } from '../helpers/sso-load-apps';
 
@@ -22,30 +22,18 @@ function shapeOf(key: string, prefix: string): string {
 }
 
 describe('every store operation of the kit on a Redis Cluster', () => {
-  let harness: RedisClusterHarness | undefined;
+  let opened: TestCluster;
   let cluster: Cluster;
   let seeds: Array<{ host: string; port: number }>;
   const prefix = testPrefix('cluster');
 
   beforeAll(async () => {
-    // Under scripts/test-cluster.sh the suite already runs against a cluster; otherwise this file starts its own.
-    const given = process.env.SSO_TEST_REDIS_CLUSTER;
-    if (given) {
-      seeds = given.split(',').map((address) => ({ host: address.split(':')[0] ?? '127.0.0.1', port: Number(address.split(':')[1]) }));
-    } else {
-      harness = await startRedisCluster();
-      seeds = harness.nodes;
-    }
-    cluster = createRedisConnection({ cluster: { nodes: seeds } }) as Cluster;
+    opened = await openTestCluster();
+    cluster = opened.client;
+    seeds = opened.seeds;
   }, 40_000);
 
-  afterAll(async () => {
-    if (cluster) {
-      await deleteByPrefix(cluster, prefix);
-      await cluster.quit().catch(() => cluster.disconnect());
-    }
-    await harness?.stop();
-  });
+  afterAll(() => opened?.stop(prefix));
 
   it('computes hash slots exactly as the cluster does (so the slot check can be trusted)', async () => {
     const samples = ['plain', 'qr:{abc}:state', 'qr:{abc}:code', 'user-sessions:{u-1}', '{}empty-tag', 'a{b}c{d}', `${prefix}sess:xyz`];

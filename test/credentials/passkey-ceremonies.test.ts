@@ -8,6 +8,7 @@ import { KeyValueCredentialStore } from '../../lib/credentials/kv-credential-sto
 import type { PasskeyRecords } from '../../lib/credentials/passkey-records';
 import type { RedisStore } from '../../lib/store';
 import { OptionsError } from '../../lib/util/options';
+import { expectRandomTokens } from '../helpers/randomness';
 import { testRedisStore } from '../helpers/redis';
 import { SoftAuthenticator } from '../helpers/soft-authenticator';
 
@@ -111,6 +112,19 @@ describe('PasskeyCeremonies', () => {
       expect(ttl).toBeGreaterThan(0);
       expect(ttl).toBeLessThanOrEqual(60_000);
       expect(options.timeout).toBe(60_000);
+    });
+  });
+
+  describe('challenges', () => {
+    it('makes every challenge at least 128 bits from the CSPRNG and never the same twice, across registrations, sign-ins and step-ups', async () => {
+      // ASVS 6.7.2 asks at least 64 bits, WebAuthn at least 16 bytes; the ceremonies draw 32 bytes of randomBytes.
+      const challenges: string[] = [];
+      for (let i = 0; i < 128; i += 1) {
+        challenges.push((await ceremonies.registrationOptions(ALICE)).challenge);
+        challenges.push((await ceremonies.authenticationOptions()).challenge);
+        challenges.push((await ceremonies.authenticationOptions(BOB.id)).challenge);
+      }
+      expectRandomTokens(challenges, 128);
     });
   });
 

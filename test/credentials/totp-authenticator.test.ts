@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Secret, TOTP } from 'otpauth';
 import { createSecretSealer, KeyValueCredentialStore, TotpAuthenticator } from '../../lib/credentials';
+import { debugLines } from '../helpers/debug-lines';
 import { testRedisStore } from '../helpers/redis';
 
 const USER = 'directory:local|alice';
@@ -87,11 +88,34 @@ describe('TotpAuthenticator', () => {
     for (const code of ['', '12345', '1234567', 'abcdef', '12 34 5x']) expect(await totp.verify(USER, code, T0 + 60_000)).toBe('rejected');
   });
 
-  it('does not open a sealed secret copied to another user', async () => {
+  it('does not open a sealed secret copied to another user: for that user it is no enrolment, and no code passes', async () => {
     const secret = totp.newSecret();
     await totp.enrol(USER, secret, codeAt(secret, T0), T0);
     await credentials.setTotp('directory:local|mallory', (await credentials.getTotp(USER))!);
-    await expect(totp.verify('directory:local|mallory', codeAt(secret, T0 + 60_000), T0 + 60_000)).rejects.toThrow(/does not open/);
+    expect(await totp.verify('directory:local|mallory', codeAt(secret, T0 + 60_000), T0 + 60_000)).toBe('not_enrolled');
+    expect(await totp.isEnrolled('directory:local|mallory')).toBe(false);
+  });
+
+  it('counts an app sealed by a key it no longer has as not enrolled, keeps the record, and has it back with the key', async () => {
+    const lostKey = randomBytes(32);
+    const before = new TotpAuthenticator({ credentials, sealer: createSecretSealer({ key: lostKey }), issuer: 'Example Corp' });
+    const secret = before.newSecret();
+    await before.enrol(USER, secret, codeAt(secret, T0), T0);
+    const stored = await credentials.getTotp(USER);
+    const lines = await debugLines('credentials', async () => {
+      expect(await totp.isEnrolled(USER)).toBe(false);
+      expect(await totp.verify(USER, codeAt(secret, T0 + 30_000), T0 + 30_000)).toBe('not_enrolled');
+    });
+    expect(lines).toEqual([expect.stringMatching(/does not open with the configured sealing keys/), expect.anything()]);
+    for (const line of lines) {
+      expect(line).not.toContain(secret);
+      expect(line).not.toContain(stored!.sealedSecret.split('.')[3]);
+    }
+    // Nothing was deleted or advanced: with the key back among the previous keys, the app works again.
+    expect(await credentials.getTotp(USER)).toEqual(stored);
+    const restored = createSecretSealer({ key: randomBytes(32), previousKeys: [lostKey] });
+    const withKey = new TotpAuthenticator({ credentials, sealer: restored, issuer: 'Example Corp' });
+    expect(await withKey.verify(USER, codeAt(secret, T0 + 30_000), T0 + 30_000)).toBe('accepted');
   });
 
   it('reseals a secret of a previous key with the current one on use', async () => {

@@ -60,7 +60,7 @@ describe('the partner app on another domain, through the portal as OpenID Provid
     const who = page.locator('#who');
     await expect(who.getAttribute('data-user-id')).resolves.toBe(`oidc:${portal}|directory:demo|alice`);
     await expect(who.getAttribute('data-method')).resolves.toBe('oidc');
-    await expect(page.locator('.meta').textContent()).resolves.toContain('admin');
+    await expect(page.locator('p.meta').textContent()).resolves.toContain('admin');
     await checkPage(page, 'partner-signed-in');
 
     // Two sessions, one sign-on: the partner's cookie is its own domain's, the portal's never reaches the partner.

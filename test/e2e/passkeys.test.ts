@@ -1,5 +1,5 @@
-import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
-import { launchChromium } from '../helpers/browser';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { addVirtualAuthenticator, launchChromium, type VirtualAuthenticator } from '../helpers/browser';
 import { startDemoProcesses, type DemoProcesses } from '../helpers/demo';
 import { checkPage } from '../helpers/page-checks';
 
@@ -9,31 +9,19 @@ import { checkPage } from '../helpers/page-checks';
 // script under its strict CSP, creates and signs with real keys, and the portal verifies them.
 jest.setTimeout(120_000);
 
-interface VirtualAuthenticator {
-  cdp: CDPSession;
-  authenticatorId: string;
-}
-
 /** The passkeys the journeys registered, by user, with their private keys, to carry into a later browser. */
 const saved = new Map<string, unknown>();
 
-async function addVirtualAuthenticator(page: Page, carry?: string): Promise<VirtualAuthenticator> {
-  const cdp = await page.context().newCDPSession(page);
-  await cdp.send('WebAuthn.enable');
-  const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
-    options: {
-      protocol: 'ctap2',
-      transport: 'internal',
-      hasResidentKey: true,
-      hasUserVerification: true,
-      isUserVerified: true,
-      automaticPresenceSimulation: true,
-    },
-  });
+/** The virtual authenticator, holding the passkey saved for `carry` when one is named. */
+async function authenticatorHolding(page: Page, carry?: string): Promise<VirtualAuthenticator> {
+  const authenticator = await addVirtualAuthenticator(page);
   if (carry !== undefined) {
-    await cdp.send('WebAuthn.addCredential', { authenticatorId, credential: saved.get(carry) as never });
+    await authenticator.cdp.send('WebAuthn.addCredential', {
+      authenticatorId: authenticator.authenticatorId,
+      credential: saved.get(carry) as never,
+    });
   }
-  return { cdp, authenticatorId };
+  return authenticator;
 }
 
 async function savePasskey(authenticator: VirtualAuthenticator, username: string): Promise<void> {
@@ -98,7 +86,7 @@ describe('passkeys in the browser', () => {
 
   it('registers a passkey at the portal, signs out, signs in with the passkey alone and reaches admin on another subdomain', async () => {
     const { context, page } = await newPage();
-    const authenticator = await addVirtualAuthenticator(page);
+    const authenticator = await authenticatorHolding(page);
     await passwordLogin(page, 'alice', t.url('auth', '/passkeys'));
     await addPasskey(page, 'Test laptop');
     await checkPage(page, 'portal-passkeys');
@@ -137,7 +125,7 @@ describe('passkeys in the browser', () => {
 
   it("refuses Chromium's own assertion when it is replayed", async () => {
     const { context, page } = await newPage();
-    const authenticator = await addVirtualAuthenticator(page);
+    const authenticator = await authenticatorHolding(page);
     await withoutAutofill(page);
     await passwordLogin(page, 'bob', t.url('auth', '/passkeys'));
     await addPasskey(page, 'Bob key');
@@ -162,7 +150,7 @@ describe('passkeys in the browser', () => {
 
   it('steps up to phishing-resistant with the passkey on the step-up page, and comes back', async () => {
     const { context, page } = await newPage();
-    await addVirtualAuthenticator(page, 'bob');
+    await authenticatorHolding(page, 'bob');
     await withoutAutofill(page);
     await passwordLogin(page, 'bob', t.url('shop'));
     const stepUp = `${t.url('auth', '/step-up')}?acr=phr&return_to=${encodeURIComponent(t.url('shop'))}`;
@@ -178,7 +166,7 @@ describe('passkeys in the browser', () => {
 
   it('asks a user who has a passkey for a second factor before adding another, then lists, renames and removes', async () => {
     const { context, page } = await newPage();
-    const authenticator = await addVirtualAuthenticator(page, 'alice');
+    const authenticator = await authenticatorHolding(page, 'alice');
     await withoutAutofill(page);
     // A password alone (a stolen one, say) does not add a passkey to an account that has a second factor.
     await passwordLogin(page, 'alice', t.url('auth', '/passkeys'));
@@ -195,6 +183,8 @@ describe('passkeys in the browser', () => {
     await page.getByLabel('Name of the new passkey').fill('Same device');
     await page.getByRole('button', { name: 'Add a passkey' }).click();
     await page.locator('#passkey-status:not([hidden])').waitFor();
+    // In words, not the browser's InvalidStateError text.
+    await expect(page.locator('#passkey-status').textContent()).resolves.toBe('This device already holds a passkey for your account.');
     await expect(page.locator('.device').count()).resolves.toBe(1);
     // Another device (here: the same virtual authenticator emptied) can be added.
     const held = (await authenticator.cdp.send('WebAuthn.getCredentials', { authenticatorId: authenticator.authenticatorId })).credentials;

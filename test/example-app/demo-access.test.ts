@@ -6,9 +6,9 @@ import { portalLogin, startInProcessSite, type InProcessSite } from '../helpers/
 import { expectProblem } from '../helpers/problem';
 import { testRedisStore } from '../helpers/redis';
 
-// The demo's access policy (example-app/common/access.ts): shop one factor, the whole admin site two factors (its
-// audit page recent ones), revoking a session at the portal a fresh second factor; demo users enrol an
-// authenticator app at the portal.
+// The demo's access policy (example-app/common/access.ts): shop one factor, the whole admin site the read:reports
+// permission and two factors (its audit page recent ones), revoking a session at the portal a fresh second factor;
+// demo users enrol an authenticator app at the portal.
 describe('the demo’s access policy', () => {
   let redis: Awaited<ReturnType<typeof testRedisStore>>;
   let auth: InProcessSite;
@@ -43,16 +43,15 @@ describe('the demo’s access policy', () => {
     expect(JSON.stringify(me.body)).not.toContain('Alice');
   });
 
-  it('sends a user without the admin role, and without a second factor, to enrol one before admin answers', async () => {
+  it('tells a user without the admin role at once that admin is not for him, without asking for a second factor', async () => {
     const cookie = await portalLogin(auth, 'bob', 'bob-password');
-    const res = await admin.get('/').set('Cookie', cookie).set('Accept', 'text/html');
-    expect(res.status).toBe(302);
-    const stepUp = new URL(res.headers.location!);
-    expect(stepUp.pathname).toBe('/step-up');
-    // bob has no second factor yet: the step-up page takes him to enrol one, not to a dead end.
-    const next = await auth.get(`${stepUp.pathname}${stepUp.search}`).set('Cookie', cookie).set('Accept', 'text/html');
-    expect(next.status).toBe(303);
-    expect(new URL(next.headers.location!, `http://${auth.host}`).pathname).toBe('/two-factor/totp');
+    for (const path of ['/', '/audit', '/Audit', '/no-such-page']) {
+      const res = await admin.get(path).set('Cookie', cookie).set('Accept', 'text/html');
+      expect(res.status).toBe(403);
+      expect(res.headers.location).toBeUndefined();
+      expect(res.text).toContain('You are signed in as <strong>Bob Example</strong>');
+    }
+    expectProblem(await admin.get('/me').set('Cookie', cookie), 403, 'permission_denied');
   });
 
   it('keeps the health check and the sign-out of admin open without a second factor', async () => {
@@ -75,15 +74,20 @@ describe('the demo’s access policy', () => {
     expect(location.searchParams.get('acr')).toBe('2fa');
   });
 
-  it('refuses to revoke a session without a fresh second factor', async () => {
+  it('refuses to revoke a session without a fresh second factor, in whatever case the path is written', async () => {
     const cookie = await portalLogin(auth, 'bob', 'bob-password');
-    const res = await auth
-      .post('/sessions/revocations')
+    for (const path of ['/sessions/revocations', '/Sessions/Revocations', '/SESSIONS/REVOCATIONS/']) {
+      const res = await auth.post(path).set('Origin', `http://${auth.host}`).set('Cookie', cookie).type('form').send({ session: 'x' });
+      expectProblem(res, 401, 'insufficient_user_authentication');
+    }
+    // Written so that only a decoder reads it as the revocation path: refused before the portal sees it.
+    const encoded = await auth
+      .post('/sessions/%72evocations')
       .set('Origin', `http://${auth.host}`)
       .set('Cookie', cookie)
       .type('form')
       .send({ session: 'x' });
-    expectProblem(res, 401, 'insufficient_user_authentication');
+    expectProblem(encoded, 400, 'ambiguous_path');
   });
 
   it('lets a demo user enrol an authenticator app and then open the admin reports, the audit page and /me', async () => {

@@ -1,5 +1,5 @@
 import type { Request } from 'express';
-import { origin, readDemoConfig, secretFor, sessionOptions } from '../../example-app/common/config';
+import { demoKeyPrefix, origin, readDemoConfig, secretFor, sessionOptions } from '../../example-app/common/config';
 import { MemoryStore } from '../../lib/store';
 
 const SECRET = 'demo-config-test-secret-0123456789abcdef';
@@ -82,13 +82,21 @@ describe('origin and secretFor', () => {
     expect(secretFor(config, 'sessions')).not.toContain(SECRET);
     expect(secretFor(config, 'sessions')).toMatch(/^[0-9a-f]{64}$/);
   });
+
+  it("keeps each secret's data under a key prefix of its own, so no run meets data sealed with another secret", () => {
+    const other = readDemoConfig({ DEMO_SECRET: `${SECRET}-other` });
+    expect(demoKeyPrefix(config)).toMatch(/^sso-demo:[0-9a-f]{8}:$/);
+    expect(demoKeyPrefix(config)).toBe(demoKeyPrefix(readDemoConfig({ DEMO_SECRET: SECRET, DEMO_PUBLIC_PORT: '9090' })));
+    expect(demoKeyPrefix(other)).not.toBe(demoKeyPrefix(config));
+  });
 });
 
 describe("sessionOptions' linkAccount", () => {
   const config = readDemoConfig({ DEMO_SECRET: SECRET });
   const link = sessionOptions(config, new MemoryStore()).linkAccount!;
-  const login = (source: string, subject: string) =>
-    link({ source, subject, name: 'x', roles: ['admin'], method: 'oidc' } as never, {} as Request);
+  const login = (source: string, subject: string, attributes?: Record<string, string>) =>
+    link({ source, subject, name: 'x', roles: ['admin'], method: 'oidc', ...(attributes ? { attributes } : {}) } as never, {} as Request);
+  const portalQr = 'qr:http://auth.sso.localhost:8080#sso-portal';
 
   it("maps the demo identity provider's user onto the directory account of the same id, with the directory's roles", async () => {
     await expect(login('oidc:http://idp.sso.localhost:8080', 'bob')).resolves.toEqual({
@@ -103,8 +111,21 @@ describe("sessionOptions' linkAccount", () => {
     await expect(login('oidc:http://idp.sso.localhost:8080', 'mallory')).resolves.toBeNull();
   });
 
-  it('leaves every other source an account of its own, even with a subject the directory knows', async () => {
+  it("maps the portal's own QR logins onto the directory account its provider names, so one person is one account", async () => {
+    await expect(login(portalQr, 'pseudonymous-openid', { openid: 'pseudonymous-openid', user_id: 'alice' })).resolves.toEqual({
+      source: 'directory:demo',
+      subject: 'alice',
+      name: 'Alice Example',
+      roles: ['admin'],
+    });
+    await expect(login(portalQr, 'pseudonymous-openid', { user_id: 'mallory' })).resolves.toBeNull();
+    // Without the id its provider releases only to it, the portal's QR login names no account: refused, not guessed.
+    await expect(login(portalQr, 'alice')).resolves.toBeNull();
+  });
+
+  it('leaves every other source an account of its own, even with a subject or user_id the directory knows', async () => {
     await expect(login('oidc:http://idp.evil.test', 'alice')).resolves.toBeUndefined();
-    await expect(login('qr:http://auth.sso.localhost:8080#sso-portal', 'alice')).resolves.toBeUndefined();
+    await expect(login('qr:http://idp.evil.test#sso-portal', 'x', { user_id: 'alice' })).resolves.toBeUndefined();
+    await expect(login('qr:http://auth.sso.localhost:8080#shop', 'x', { user_id: 'alice' })).resolves.toBeUndefined();
   });
 });

@@ -91,17 +91,23 @@ describe('the demo contract', () => {
   });
 
   describe('POST /logout', () => {
-    it('on one app ends the login on every app', async () => {
-      const cookie = await t.login('alice', 'alice-password');
+    // bob's sessions: signing out everywhere ends every one of the user's, and alice's serve the tests below.
+    it("on one app ends every session of the user on every app ('Sign out everywhere'), and no other user's", async () => {
+      const cookie = await t.login('bob', 'bob-password');
+      const otherBrowser = await t.login('bob', 'bob-password');
+      const alice = await t.login('alice', 'alice-password');
       const res = await t.site('admin').post('/logout').set('Origin', origin('admin')).set('Cookie', cookie);
       expect(res.status).toBe(303);
       expect(res.headers.location).toBe(t.url('auth', '/login'));
       expect(setCookieLine(res, 'sso.sid')).toMatch(/Domain=sso\.test.*Expires=Thu, 01 Jan 1970/i);
-      for (const site of ['shop', 'admin'] as const) expectProblem(await t.site(site).get('/me').set('Cookie', cookie), 401);
+      for (const site of ['shop', 'admin'] as const) {
+        for (const session of [cookie, otherBrowser]) expectProblem(await t.site(site).get('/me').set('Cookie', session), 401);
+      }
+      expect((await t.site('shop').get('/me').set('Cookie', alice)).status).toBe(200);
     });
 
     it('refuses a logout posted by another site and keeps the login', async () => {
-      const cookie = await t.login('alice', 'alice-password');
+      const cookie = await t.login('bob', 'bob-password');
       expectProblem(await t.site('shop').post('/logout').set('Origin', 'http://evil.test').set('Cookie', cookie), 403, 'csrf_origin');
       expect((await t.site('shop').get('/me').set('Cookie', cookie)).status).toBe(200);
     });
@@ -206,6 +212,25 @@ describe('the demo contract', () => {
     it('answers 404 for a host that is no demo site', async () => {
       const res = await t.site('shop').get('/me').set('Host', `nowhere.sso.test:${t.port}`);
       expect(res.status).toBe(404);
+    });
+
+    it('puts the docs site (python3, not Node) behind the portal: signed out to the login, signed in as who the portal says', async () => {
+      const docs = (path: string) => t.site('shop').get(path).set('Host', `docs.sso.test:${t.port}`).set('Accept', 'text/html');
+      const forged = { 'Remote-User': 'mallory', 'Remote-Name': 'Mallory', 'Remote-Email': 'mallory@evil.test' };
+      const out = await docs('/').set(forged);
+      expect(out.status).toBe(302);
+      expect(new URL(out.headers.location!).origin + new URL(out.headers.location!).pathname).toBe(t.url('auth', '/login'));
+      const page = await docs('/')
+        .set(forged)
+        .set('Cookie', await t.login('bob', 'bob-password'));
+      expect(page.status).toBe(200);
+      expect(page.headers.server).toBe('docs-site');
+      expect(page.text).toContain('<strong id="remote-name">Bob Example</strong>');
+      expect(page.text).toMatch(/id="remote-user"\s*>directory:demo\|bob</);
+      // The portal gives no Remote-Email for this session: only the front door's stripping keeps the forged one out.
+      expect(page.text).toContain('<code id="remote-email"></code>');
+      expect(page.text).not.toMatch(/mallory/i);
+      expect(t.output()).toMatch(/^\[demo \] docs \(python3\) runs as process \d+$/m);
     });
 
     it("prefixes every line of a site's output with its name", () => {

@@ -18,6 +18,9 @@ interface Service {
   ports?: string[];
   depends_on?: Record<string, { condition?: string }> | string[];
 }
+// semver ships no types; the one function used here is declared on the spot.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { satisfies } = require('semver') as { satisfies(version: string, range: string): boolean };
 // Merge keys (`<<: *site`) as docker compose reads them.
 const compose = parse(readFileSync(join(root, 'docker-compose.yml'), 'utf8'), { merge: true }) as { services: Record<string, Service> };
 const services = Object.entries(compose.services);
@@ -78,7 +81,12 @@ describe('docker-compose.yml', () => {
 
   it('builds the image with npm ci and the committed lock file', () => {
     const dockerfile = readFileSync(join(root, 'example-app/Dockerfile'), 'utf8');
-    expect(dockerfile).toMatch(/^FROM node:20/m);
+    // The major the kit is developed on and `npm test` runs on in CI (.ci/run), inside package.json's engines.
+    const major = /^FROM node:(\d+)-/m.exec(dockerfile)?.[1];
+    expect(major).toBe('26');
+    expect(readFileSync(join(root, '.ci/run'), 'utf8')).toMatch(new RegExp(`^TEST_NODE=${major}$`, 'm'));
+    const engines = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { engines: { node: string } }).engines;
+    expect(satisfies(`${major}.0.0`, engines.node)).toBe(true);
     expect(dockerfile).toMatch(/^COPY package\.json package-lock\.json \.\/$/m);
     expect(dockerfile).toMatch(/^RUN npm ci\b/m);
     expect(dockerfile).not.toMatch(/npm install/);
@@ -144,7 +152,10 @@ describe('example-app/Caddyfile', () => {
         const matched = route.match?.[0]?.host?.[0] ?? host;
         for (const handler of route.handle) {
           if (handler.routes) walk(handler.routes, matched);
-          if (handler.handler === 'reverse_proxy') routes[matched!] = handler.upstreams!.map((u) => u.dial).join(',');
+          // forward_auth is a reverse_proxy that answers from its handle_response: the docs site's, checked below.
+          if (handler.handler === 'reverse_proxy' && !('handle_response' in handler)) {
+            routes[matched!] = handler.upstreams!.map((u) => u.dial).join(',');
+          }
           if (handler.handler === 'static_response' && matched === undefined) fallback = handler.handler;
         }
       }
@@ -157,5 +168,35 @@ describe('example-app/Caddyfile', () => {
       Object.fromEntries(SITES.map((site) => [hostOf(site), `${site}:${environmentOf(compose.services[site]!).PORT}`])),
     );
     expect(fallback).toBe('static_response');
+  });
+
+  it('serves the docs site as static files behind forward_auth to the portal, client identity headers removed first', () => {
+    type Route = { match?: Array<{ host?: string[] }>; handle: Array<{ routes?: Route[] }> };
+    const config = JSON.parse(caddy('adapt', '--config', 'example-app/Caddyfile', '--adapter', 'caddyfile')) as {
+      apps: { http: { servers: Record<string, { routes: Route[] }> } };
+    };
+    const find = (list: Route[]): Route | undefined => {
+      for (const route of list) {
+        if (route.match?.[0]?.host?.[0] === 'docs.sso.localhost') return route;
+        for (const handler of route.handle) {
+          const found = handler.routes && find(handler.routes);
+          if (found) return found;
+        }
+      }
+      return undefined;
+    };
+    const docs = JSON.stringify(find(Object.values(config.apps.http.servers)[0]!.routes));
+    const order = [
+      '"delete":["Remote-User"]',
+      '"delete":["Remote_User"]',
+      '"/authz/forward-auth"',
+      '"dial":"auth:8080"',
+      '"templates"',
+      '"file_server"',
+    ];
+    const positions = order.map((needle) => docs.indexOf(needle));
+    expect(positions.every((position) => position !== -1)).toBe(true);
+    expect(positions.slice(0, 2).every((position) => position < positions[2]!)).toBe(true);
+    expect(compose.services.proxy!.volumes).toContain('./example-app/docs-site:/srv/docs:ro');
   });
 });

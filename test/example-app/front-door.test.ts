@@ -126,4 +126,19 @@ describe('the front door of npm run demo', () => {
     expect(res.status).toBe(502);
     expect(res.text).toContain('The gone site is not answering.');
   });
+
+  it("answers a browser with a page in the shape of the demo's others (lang, title, landmark), programs with text", async () => {
+    const html = { Accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' };
+    const page = await send(door.port, `nope.sso.localhost:${door.port}`, { headers: html });
+    expect(page.status).toBe(404);
+    expect(page.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(page.text).toMatch(/^<!doctype html>\n<html lang="en">/);
+    expect(page.text).toContain('<title>No demo site here · express-sso-kit demo</title>');
+    expect(page.text).toContain(`<main><h1>No demo site here</h1><p>No demo site answers for this host.</p>`);
+    expect(page.text).toContain(`<a href="http://auth.sso.localhost:${door.port}/login">`);
+    expect(page.headers['content-security-policy']).toContain("default-src 'none'");
+    const text = await send(door.port, `nope.sso.localhost:${door.port}`, { headers: { Accept: 'application/json, text/html' } });
+    expect(text.headers['content-type']).toBe('text/plain; charset=utf-8');
+    expect(text.text).toBe('No demo site answers for this host.\n');
+  });
 });

@@ -30,16 +30,23 @@ describe('demo identity provider: its interaction pages', () => {
     expect(res.headers['content-type']).toMatch(/^text\/html/);
   });
 
-  it('answers a sign-in posted to an unknown interaction with a 4xx problem, not a hanging request', async () => {
-    const res = await idp
-      .post('/interaction/no-such-interaction/login')
-      .set('X-Forwarded-Proto', 'https')
-      .set('Accept', 'text/html')
-      .type('form')
-      .send({ username: 'alice', password: 'wrong' })
-      .timeout(5_000);
-    expect(res.status).toBeGreaterThanOrEqual(400);
-    expect(res.status).toBeLessThan(500);
-    expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+  it('answers a sign-in posted to an unknown interaction with a 4xx page (a problem to programs), not a hanging request', async () => {
+    const post = (accept: string) =>
+      idp
+        .post('/interaction/no-such-interaction/login')
+        .set('X-Forwarded-Proto', 'https')
+        .set('Accept', accept)
+        .type('form')
+        .send({ username: 'alice', password: 'wrong' })
+        .timeout(5_000);
+    const page = await post('text/html');
+    expect(page.status).toBeGreaterThanOrEqual(400);
+    expect(page.status).toBeLessThan(500);
+    // The browser's form post gets a page, not a JSON document on screen.
+    expect(page.headers['content-type']).toMatch(/^text\/html/);
+    expect(page.text).toContain('<html lang="en">');
+    const problem = await post('application/json');
+    expect(problem.status).toBe(page.status);
+    expect(problem.headers['content-type']).toMatch(/^application\/problem\+json/);
   });
 });

@@ -23,7 +23,7 @@ describe('api /notes', () => {
     // jose is ESM-only; the dynamic import works under the suite's Jest setup.
     const { SignJWT } = await import('jose');
     return new SignJWT({ roles: [] })
-      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+      .setProtectedHeader({ alg: 'HS256', typ: 'at+jwt' })
       .setSubject(subject)
       .setIssuer(overrides.issuer ?? issuer)
       .setAudience(overrides.audience ?? audience)

@@ -1,4 +1,6 @@
-import { origin } from '../../example-app/common/config';
+import { createHash, randomBytes } from 'node:crypto';
+import { apiTokenSettings } from '../../example-app/api/api';
+import { notesResource, origin, partnerOidcClient } from '../../example-app/common/config';
 import { MemoryStore, type KeyValueStore } from '../../lib/store';
 import { startInProcessDemo, type InProcessDemo } from '../helpers/demo-sites';
 import { TestUserAgent } from '../helpers/http-user-agent';
@@ -23,7 +25,7 @@ describe.each([
   (_name, makeStore) => {
     let demo: InProcessDemo;
     let cleanup: () => Promise<void>;
-    const url = (site: 'auth' | 'shop' | 'partner', path = '/') => `${origin(demo.config, site)}${path}`;
+    const url = (site: 'auth' | 'shop' | 'partner' | 'api', path = '/') => `${origin(demo.config, site)}${path}`;
 
     beforeAll(async () => {
       const made = await makeStore();
@@ -67,6 +69,92 @@ describe.each([
         status = await partnerMe(agent);
       }
       expect(status).toBe(401);
+    });
+
+    // Alice's own note, written with the auth site's HS256 token: the same owner (issuer, sub) as the provider's tokens.
+    async function writeNote(title: string): Promise<void> {
+      const { key, issuer, audience } = apiTokenSettings(demo.config);
+      const { SignJWT } = await import('jose');
+      const token = await new SignJWT({ roles: [] })
+        .setProtectedHeader({ alg: 'HS256', typ: 'at+jwt' })
+        .setSubject('directory:demo|alice')
+        .setIssuer(issuer)
+        .setAudience(audience)
+        .setIssuedAt()
+        .setExpirationTime('5m')
+        .sign(new TextEncoder().encode(key));
+      const created = await fetch(url('api', '/notes'), {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', Accept: 'application/json' },
+        body: JSON.stringify({ title, body: '' }),
+      });
+      expect(created.status).toBe(201);
+    }
+
+    // The partner client's code flow, run by the test itself, to hold the provider's tokens the partner gets.
+    async function partnerTokens(agent: TestUserAgent): Promise<{ access_token: string; id_token: string }> {
+      const verifier = randomBytes(32).toString('base64url');
+      const query = new URLSearchParams({
+        client_id: 'partner',
+        response_type: 'code',
+        scope: 'openid profile notes:read',
+        redirect_uri: url('partner', '/callback/portal'),
+        state: randomBytes(8).toString('hex'),
+        nonce: randomBytes(8).toString('hex'),
+        code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+        code_challenge_method: 'S256',
+      });
+      let next = url('auth', `/oidc/auth?${query}`);
+      for (let hop = 0; hop < 10 && !next.startsWith(url('partner', '/callback/portal')); hop++) {
+        const answer = await agent.request(next);
+        expect([302, 303]).toContain(answer.status);
+        next = answer.location!;
+      }
+      const code = new URL(next).searchParams.get('code')!;
+      const { clientId, clientSecret } = partnerOidcClient(demo.config);
+      // Server to server, as the partner redeems it (no browser Origin).
+      const answer = await fetch(url('auth', '/oidc/token'), {
+        method: 'POST',
+        headers: { Authorization: `Basic ${Buffer.from(`${clientId}:${clientSecret}`).toString('base64')}`, Accept: 'application/json' },
+        body: new URLSearchParams({
+          grant_type: 'authorization_code',
+          code,
+          redirect_uri: url('partner', '/callback/portal'),
+          code_verifier: verifier,
+        }),
+      });
+      expect(answer.status).toBe(200);
+      return (await answer.json()) as { access_token: string; id_token: string };
+    }
+
+    it("reads the user's notes at the Notes API with the provider's access token, which is for the Notes API only", async () => {
+      const agent = new TestUserAgent('localhost');
+      await agent.request(url('auth', '/login'), { form: { username: 'alice', password: 'alice-password', return_to: '' } });
+      expect((await agent.follow(url('partner'))).at(-1)!.status).toBe(200);
+      await writeNote('Call the partner back');
+
+      // "Read my notes": the partner calls the Notes API server-side with the user's access token.
+      const notes = await agent.request(url('partner', '/notes'));
+      expect(notes.status).toBe(200);
+      expect(notes.body).toContain('data-status="200" data-count="1"');
+      expect(notes.body).toContain('Call the partner back');
+
+      const tokens = await partnerTokens(agent);
+      const { decodeJwt, decodeProtectedHeader } = await import('jose');
+      expect(decodeProtectedHeader(tokens.access_token).typ).toBe('at+jwt');
+      expect(decodeJwt(tokens.access_token)).toMatchObject({ aud: notesResource(demo.config).indicator, scope: 'notes:read' });
+      const read = (token: string) =>
+        agent.request(url('api', '/notes'), { headers: { Authorization: `Bearer ${token}`, Accept: 'application/json' } });
+      const accepted = await read(tokens.access_token);
+      expect(accepted.status).toBe(200);
+      expect((JSON.parse(accepted.body) as Array<{ title: string }>).map((note) => note.title)).toEqual(['Call the partner back']);
+      // The provider's ID token (same issuer, same key) is no key to the Notes API: its audience is the partner and its
+      // typ is not at+jwt. Each of the two rules alone is held by test/example-app/notes-api.test.ts (audience) and
+      // test/tokens/require-bearer.test.ts (typ).
+      expect(decodeJwt(tokens.id_token).aud).toBe('partner');
+      const refused = await read(tokens.id_token);
+      expect(refused.status).toBe(401);
+      expect(String(refused.headers['www-authenticate'])).toContain('invalid_token');
     });
 
     // As the demo wires it (front door and provider); test/provider/issuer-urls.test.ts holds the provider to it alone.

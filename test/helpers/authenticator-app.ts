@@ -19,12 +19,19 @@ export function totpCodeAt(secret: string, offsetSteps = 0): string {
 /**
  * A user's authenticator app in a test: it remembers the last time step whose code it gave out, and the next code is
  * always of a later step, because the portal accepts each step once (a replay is refused). The portal also accepts
- * the next step's code, so two codes in one step need no wait; only a third waits for time to move on.
+ * the next step's code, so two codes in one step need no wait; only a third waits for time to move on. An app that
+ * replaces another of the same user (`replacing`) continues after the steps the old one gave out: the portal's
+ * replay rule is the user's, not the app's.
  */
 export class AuthenticatorApp {
-  private lastStep = -Infinity;
+  private lastStep: number;
 
-  constructor(readonly secret: string) {}
+  constructor(
+    readonly secret: string,
+    replacing?: AuthenticatorApp,
+  ) {
+    this.lastStep = replacing?.lastStep ?? -Infinity;
+  }
 
   /**
    * A code the portal has not seen yet.
@@ -125,7 +132,7 @@ export interface PortalRequests {
 
 /**
  * Enrols an authenticator app for the signed-in user over HTTP, as the enrolment form would, and resolves to the
- * session cookie raised to two factors (the portal may rotate it) with the app.
+ * session cookie raised to two factors (the portal may rotate it) with the app and the recovery codes shown.
  *
  * @example
  * const { cookie, app } = await enrolOverHttp(t.site('auth'), new URL(t.url('auth')).origin, cookie);
@@ -135,12 +142,13 @@ export async function enrolOverHttp(
   origin: string,
   cookie: string,
   cookieName = 'sso.sid',
-): Promise<{ cookie: string; app: AuthenticatorApp }> {
+  replacing?: AuthenticatorApp,
+): Promise<{ cookie: string; app: AuthenticatorApp; recoveryCodes: string[] }> {
   const page = await auth.get('/two-factor/totp').set('Cookie', cookie).set('Accept', 'text/html');
   if (page.status !== 200) throw new Error(`the enrolment page answered ${page.status}`);
   const secret = /data-totp-secret>([A-Z2-7 ]+)</.exec(page.text)![1]!.replace(/ /g, '');
   const pending = /name="pending" value="([^"]+)"/.exec(page.text)![1]!;
-  const app = new AuthenticatorApp(secret);
+  const app = new AuthenticatorApp(secret, replacing);
   const done = await auth
     .post('/two-factor/totp')
     .set('Origin', origin)
@@ -148,5 +156,6 @@ export async function enrolOverHttp(
     .type('form')
     .send({ pending, code: await app.nextCode(), return_to: '' });
   if (done.status !== 200) throw new Error(`turning the authenticator app on answered ${done.status}`);
-  return { cookie: setCookieValue(done, cookieName) ?? cookie, app };
+  const recoveryCodes = [...done.text.matchAll(/<li><code>([A-Z0-9-]+)<\/code><\/li>/g)].map((match) => match[1]!);
+  return { cookie: setCookieValue(done, cookieName) ?? cookie, app, recoveryCodes };
 }

@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import jsQR from 'jsqr';
 import { PNG } from 'pngjs';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type CDPSession, type Page } from 'playwright-core';
 
 /** Where e2e screenshots go (git-ignored). */
 export const ARTIFACTS_DIR = resolve(__dirname, '../../test-artifacts');
@@ -47,4 +47,33 @@ export async function newWatchedPage(browser: Browser, violations: string[]): Pr
     if (/Content Security Policy/i.test(message.text())) violations.push(message.text());
   });
   return { context, page };
+}
+
+/** Chromium's own virtual authenticator on a page, driven over CDP. */
+export interface VirtualAuthenticator {
+  cdp: CDPSession;
+  authenticatorId: string;
+}
+
+/**
+ * Adds to the page's browser Chromium's virtual authenticator: a platform authenticator holding resident keys and
+ * verifying the user, as a laptop's fingerprint reader would, answering without a person (no passkey in it yet).
+ *
+ * @example
+ * const { cdp, authenticatorId } = await addVirtualAuthenticator(page);
+ */
+export async function addVirtualAuthenticator(page: Page): Promise<VirtualAuthenticator> {
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('WebAuthn.enable');
+  const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
+    options: {
+      protocol: 'ctap2',
+      transport: 'internal',
+      hasResidentKey: true,
+      hasUserVerification: true,
+      isUserVerified: true,
+      automaticPresenceSimulation: true,
+    },
+  });
+  return { cdp, authenticatorId };
 }

@@ -18,6 +18,11 @@ export interface DemoProcessOptions {
   redisUrl?: string | false;
   /** The front door speaks https (DEMO_TLS_*). */
   https?: boolean;
+  /**
+   * The demo secret to give the launcher (DEMO_SECRET), default {@link DEMO_TEST_SECRET}; `false` gives none, so the
+   * launcher keeps its own in DEMO_DATA_DIR (pass one in `env`, or it lands in the checkout's `.demo/`), as a user's does.
+   */
+  secret?: string | false;
 }
 
 /** `npm run demo`, started as a user starts it (every site its own process), on a free port. */
@@ -47,6 +52,12 @@ export interface DemoProcesses {
   close(): Promise<void>;
 }
 
+// The test decides the demo's secret: one in the environment of whoever runs the tests does not count.
+function withoutDemoSecret(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const { DEMO_SECRET: _ignored, ...rest } = env;
+  return rest;
+}
+
 /**
  * Starts the demo exactly as `npm run demo` does (tsx on example-app/demo.ts), with PORT=0, the given domain and a
  * private Redis, and waits for its banner.
@@ -62,11 +73,11 @@ export async function startDemoProcesses(options: DemoProcessOptions = {}): Prom
   const launcher = spawn(process.execPath, [require.resolve('tsx/cli'), 'example-app/demo.ts'], {
     cwd: resolve(__dirname, '../..'),
     env: {
-      ...process.env,
+      ...withoutDemoSecret(process.env),
       NODE_OPTIONS: '',
       PORT: '0',
       DEMO_DOMAIN: domain,
-      DEMO_SECRET: DEMO_TEST_SECRET,
+      ...(options.secret === false ? {} : { DEMO_SECRET: options.secret ?? DEMO_TEST_SECRET }),
       REDIS_URL: redisUrl,
       ...options.env,
     },
@@ -74,8 +85,13 @@ export async function startDemoProcesses(options: DemoProcessOptions = {}): Prom
   });
   let output = '';
   const pids: Partial<Record<SiteName, number>> = {};
+  // A demo that did not come up leaves no private Redis behind: the caller never gets a handle to stop it.
   const port = await new Promise<number>((ready, fail) => {
-    const timer = setTimeout(() => fail(new Error(`the demo did not start within 90 s:\n${output}`)), 90_000);
+    const timer = setTimeout(() => {
+      // Stopped, or its sites would outlive the test (the caller never gets a handle to close).
+      launcher.kill('SIGINT');
+      fail(new Error(`the demo did not start within 90 s:\n${output}`));
+    }, 90_000);
     const read = (chunk: Buffer) => {
       output += chunk.toString();
       for (const match of output.matchAll(/\[demo \] (\w+) runs as process (\d+)/g)) pids[match[1] as SiteName] = Number(match[2]);
@@ -91,6 +107,9 @@ export async function startDemoProcesses(options: DemoProcessOptions = {}): Prom
       clearTimeout(timer);
       fail(new Error(`the demo exited with ${code}:\n${output}`));
     });
+  }).catch(async (error: unknown) => {
+    await redis?.stop();
+    throw error;
   });
   const scheme = options.https ? 'https' : 'http';
   const partnerDomain = options.env?.DEMO_PARTNER_DOMAIN ?? 'partner.localhost';

@@ -20,6 +20,7 @@ import { generateAppSecret, hashAppSecret, qrLogin, qrLoginProvider, qrTokenIssu
 import { createPolicy, requirePermission } from '../../lib/rbac';
 import { logoutEverywhere, requireSession, sessionsResource, ssoSession } from '../../lib/session';
 import type { KeyValueStore } from '../../lib/store';
+import type { SecurityEvents } from '../../lib/events';
 import { jwksHandler, KeySet, RefreshTokenError, requireBearer, TokenService } from '../../lib/tokens';
 import type { FuzzRoute } from './fuzz';
 import { loadJose } from './jose-tokens';
@@ -84,8 +85,12 @@ function router(app: Express, routes: FuzzRoute[]) {
   };
 }
 
-/** Starts the wired kit on `store` (the caller owns it: a test Redis, or a private one it stops for an outage). */
-export async function startKitApp(store: KeyValueStore): Promise<KitApp> {
+/**
+ * Starts the wired kit on `store` (the caller owns it: a test Redis, or a private one it stops for an outage). With
+ * `events`, every factory that records security events records them there, as docs/security-events.md wires them.
+ */
+export async function startKitApp(store: KeyValueStore, events?: SecurityEvents): Promise<KitApp> {
+  const withEvents = events === undefined ? {} : { events };
   const secrets: KitSecrets = {
     sessionSecret: secret('session-secret'),
     passwords: { alice: secret('alice-pw'), bob: secret('bob-pw') },
@@ -124,7 +129,13 @@ export async function startKitApp(store: KeyValueStore): Promise<KitApp> {
 
   // --- the QR identity provider ---
   const idpRoutes: FuzzRoute[] = [];
-  const idpTokens = new TokenService({ keys: KeySet.generate('ES256'), issuer: qrIdpUrl, store, accessTokenLifetimeSeconds: 7200 });
+  const idpTokens = new TokenService({
+    keys: KeySet.generate('ES256'),
+    issuer: qrIdpUrl,
+    store,
+    accessTokenLifetimeSeconds: 7200,
+    ...withEvents,
+  });
   idpApp.use(
     qrLoginProvider({
       store,
@@ -132,8 +143,15 @@ export async function startKitApp(store: KeyValueStore): Promise<KitApp> {
       tokens: qrTokenIssuer(idpTokens),
       publicUrl: qrIdpUrl,
       apps: [{ appid: 'portal', secretHash: hashAppSecret(secrets.qrAppSecret), name: 'Portal', redirectUris: [`${origin}/callback/qr`] }],
-      authenticateApp: requireBearer({ secret: secrets.phoneSecret, algorithms: ['HS256'], issuer: PHONE_ISSUER, audience: 'phone-app' }),
+      authenticateApp: requireBearer({
+        secret: secrets.phoneSecret,
+        algorithms: ['HS256'],
+        issuer: PHONE_ISSUER,
+        audience: 'phone-app',
+        ...withEvents,
+      }),
       appTokenIssuer: PHONE_ISSUER,
+      ...withEvents,
     }),
   );
   for (const line of [
@@ -164,7 +182,7 @@ export async function startKitApp(store: KeyValueStore): Promise<KitApp> {
     }
   };
   const apiKeys = KeySet.generate('ES256', 'api-1');
-  const apiTokens = new TokenService({ keys: apiKeys, issuer: API_ISSUER, store });
+  const apiTokens = new TokenService({ keys: apiKeys, issuer: API_ISSUER, store, ...withEvents });
   const policy = createPolicy({
     roles: { viewer: { permissions: ['read:reports:*'] }, editor: { permissions: ['write:reports:*'], inherits: ['viewer'] } },
   });
@@ -174,6 +192,7 @@ export async function startKitApp(store: KeyValueStore): Promise<KitApp> {
     secret: secrets.sessionSecret,
     loginUrl: `${origin}/login`,
     allowedRedirectPorts: [authListening.port],
+    ...withEvents,
   });
   const corp = oidc({
     name: 'corp',
@@ -187,7 +206,7 @@ export async function startKitApp(store: KeyValueStore): Promise<KitApp> {
     allowInsecureLocalDevelopment: true,
   });
   const qr = qrLogin({ providerUrl: qrIdpUrl, appid: 'portal', secret: secrets.qrAppSecret, redirectUri: `${origin}/callback/qr` });
-  const bearer = requireBearer({ keys: apiKeys, algorithms: ['ES256'], issuer: API_ISSUER, audience: 'api' });
+  const bearer = requireBearer({ keys: apiKeys, algorithms: ['ES256'], issuer: API_ISSUER, audience: 'api', ...withEvents });
   const reportId = (req: express.Request) => `reports:${String(req.params.id)}`;
 
   authApp.set('trust proxy', 'loopback');
@@ -209,6 +228,7 @@ export async function startKitApp(store: KeyValueStore): Promise<KitApp> {
     'GET|POST /login',
     'POST /logout',
     'GET /sessions',
+    'GET /activity',
     'POST /sessions/revocations',
     'GET /portal-assets/portal.css',
     'GET /portal-assets/portal.js',
@@ -254,7 +274,7 @@ export async function startKitApp(store: KeyValueStore): Promise<KitApp> {
   on(
     'post',
     '/hooks',
-    requireBearer({ secret: secrets.hookSecret, algorithms: ['HS256'], issuer: 'ci', audience: 'hooks' }),
+    requireBearer({ secret: secrets.hookSecret, algorithms: ['HS256'], issuer: 'ci', audience: 'hooks', ...withEvents }),
     (_req, res) => {
       res.status(204).end();
     },
@@ -266,7 +286,7 @@ export async function startKitApp(store: KeyValueStore): Promise<KitApp> {
       next(new BadRequestError({ code: 'invalid_request', detail: 'Send grant_type=refresh_token and a refresh_token.' }));
       return;
     }
-    apiTokens.refreshTokens!.rotate(body.refresh_token, 'api-client').then(
+    apiTokens.refreshTokens!.rotate(body.refresh_token, 'api-client', {}, req).then(
       (rotated) => {
         const access = apiTokens.issueAccessToken({ subject: rotated.record.subject, audience: 'api', clientId: 'api-client' });
         res.set('Cache-Control', 'no-store').json({ access_token: access.token, token_type: 'Bearer', refresh_token: rotated.token });
@@ -319,7 +339,7 @@ export async function startKitApp(store: KeyValueStore): Promise<KitApp> {
         .sign(apiKeys.signingKey.key),
     phoneToken: (userId) =>
       new jose.SignJWT({})
-        .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+        .setProtectedHeader({ alg: 'HS256', typ: 'at+jwt' })
         .setIssuer(PHONE_ISSUER)
         .setAudience('phone-app')
         .setSubject(userId)

@@ -27,8 +27,11 @@ export interface TestIdp {
   issuer: string;
   /** The running oidc-provider instance (replaced by {@link rotateSigningKey}). */
   provider: Provider;
-  /** The account the next interactive login completes as. */
-  loginAs(sub: string): void;
+  /**
+   * The account the next interactive logins complete as, and what the provider then says of how the user
+   * authenticated (`acr`, `amr` in the ID token); none by default, as many providers send neither.
+   */
+  loginAs(sub: string, authentication?: { acr?: string; amr?: string[] }): void;
   /** Successful token-endpoint calls so far, by grant type. */
   grants: Record<string, number>;
   /** Delays every token-endpoint request by this many milliseconds (0 by default), to make calls overlap. */
@@ -72,13 +75,15 @@ function newSigningKey(): TestSigningKey {
  */
 export async function startTestIdp(options: TestIdpOptions): Promise<TestIdp> {
   const warn = console.warn;
-  // oidc-provider warns that Node 20 is not its preferred runtime; the tests run fine on it.
+  // oidc-provider warns at load on a Node release outside its LTS lines (Node 26 releases from before 26 became LTS
+  // among them); the warning changes nothing in what it does.
   console.warn = () => undefined;
   const { default: ProviderClass } = await import('oidc-provider').finally(() => {
     console.warn = warn;
   });
   const accounts = options.accounts ?? DEFAULT_ACCOUNTS;
   let currentAccount = Object.keys(accounts)[0] ?? 'alice';
+  let currentAuthentication: { acr?: string; amr?: string[] } = {};
   const grants: Record<string, number> = {};
   let signingKey = newSigningKey();
   let issuer = '';
@@ -114,7 +119,8 @@ export async function startTestIdp(options: TestIdpOptions): Promise<TestIdp> {
       // Profile claims in the ID token too, so the claims mapping works without userinfo.
       conformIdTokenClaims: false,
       claims: {
-        openid: ['sub'],
+        // acr and amr are in ID tokens only when a login says them (loginAs(sub, { acr, amr })); by default neither.
+        openid: ['sub', 'acr', 'amr'],
         profile: ['name', 'preferred_username', 'roles'],
         email: ['email', 'email_verified'],
       },
@@ -168,7 +174,7 @@ export async function startTestIdp(options: TestIdpOptions): Promise<TestIdp> {
     const details = await provider.interactionDetails(req, res);
     const hint = typeof details.params.login_hint === 'string' ? details.params.login_hint : undefined;
     const accountId = hint && accounts[hint] ? hint : currentAccount;
-    await provider.interactionFinished(req, res, { login: { accountId } }, { mergeWithLastSubmission: false });
+    await provider.interactionFinished(req, res, { login: { accountId, ...currentAuthentication } }, { mergeWithLastSubmission: false });
   };
 
   const server: Server = createServer((req, res) => {
@@ -199,9 +205,10 @@ export async function startTestIdp(options: TestIdpOptions): Promise<TestIdp> {
     get provider() {
       return provider;
     },
-    loginAs(sub: string) {
+    loginAs(sub: string, authentication = {}) {
       if (!accounts[sub]) throw new Error(`startTestIdp: unknown account ${sub}`);
       currentAccount = sub;
+      currentAuthentication = authentication;
     },
     grants,
     tokenDelayMs: 0,

@@ -32,7 +32,9 @@ export class OpenidClientFlows {
 
   async config(clientId: string, secret?: string): Promise<OpenidClient.Configuration> {
     const { client } = this;
-    return client.discovery(new URL(this.portal.issuer), clientId, secret, secret ? undefined : client.None(), {
+    // openid-client sends a secret in the form body unless told otherwise; the provider takes it in the Basic header only.
+    const authentication = secret ? client.ClientSecretBasic(secret) : client.None();
+    return client.discovery(new URL(this.portal.issuer), clientId, undefined, authentication, {
       execute: [client.allowInsecureRequests],
     });
   }

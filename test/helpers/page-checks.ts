@@ -20,6 +20,17 @@ let axeSource: string | undefined;
  * expect(await seriousAccessibilityViolations(page)).toEqual([]);
  */
 export async function seriousAccessibilityViolations(page: Page): Promise<AxeFinding[]> {
+  return (await accessibilityViolations(page)).filter((finding) => finding.impact === 'serious' || finding.impact === 'critical');
+}
+
+/**
+ * Every violation axe-core finds in the page, whatever its impact (a missing `<title>` and a page without a `main`
+ * landmark alike).
+ *
+ * @example
+ * expect(await accessibilityViolations(page)).toEqual([]);
+ */
+export async function accessibilityViolations(page: Page): Promise<AxeFinding[]> {
   axeSource ??= readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
   await page.evaluate(axeSource);
   const findings = await page.evaluate(async () => {
@@ -33,7 +44,7 @@ export async function seriousAccessibilityViolations(page: Page): Promise<AxeFin
       targets: violation.nodes.map((node) => node.target.join(' ')),
     }));
   });
-  return findings.filter((finding) => finding.impact === 'serious' || finding.impact === 'critical');
+  return findings;
 }
 
 /** The phone width the pages are checked at (an iPhone 12–15 in CSS pixels). */
@@ -42,15 +53,17 @@ export const PHONE_WIDTH = 390;
 /**
  * Checks a page as a person sees it: screenshots at desktop width and at 390 px (`<name>-desktop.png`,
  * `<name>-390.png` in test-artifacts/), nothing wider than the phone's screen, and no serious or critical axe
- * violation at either width. Restores the desktop viewport.
+ * violation at either width (`everyImpact`: no violation at all). Restores the desktop viewport.
  *
  * @example
  * await checkPage(page, 'portal-login');
+ * await checkPage(page, 'unknown-host', { everyImpact: true });
  */
-export async function checkPage(page: Page, name: string): Promise<void> {
+export async function checkPage(page: Page, name: string, options: { everyImpact?: boolean } = {}): Promise<void> {
+  const violations = options.everyImpact ? accessibilityViolations : seriousAccessibilityViolations;
   const desktop = page.viewportSize() ?? { width: 1280, height: 800 };
   await screenshot(page, `${name}-desktop`);
-  expect({ page: name, width: 'desktop', violations: await seriousAccessibilityViolations(page) }).toEqual({
+  expect({ page: name, width: 'desktop', violations: await violations(page) }).toEqual({
     page: name,
     width: 'desktop',
     violations: [],
@@ -62,7 +75,7 @@ export async function checkPage(page: Page, name: string): Promise<void> {
       () => (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement.scrollWidth,
     );
     expect({ page: name, scrollWidth }).toEqual({ page: name, scrollWidth: PHONE_WIDTH });
-    expect({ page: name, width: PHONE_WIDTH, violations: await seriousAccessibilityViolations(page) }).toEqual({
+    expect({ page: name, width: PHONE_WIDTH, violations: await violations(page) }).toEqual({
       page: name,
       width: PHONE_WIDTH,
       violations: [],

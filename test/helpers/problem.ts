@@ -9,3 +9,12 @@ export function expectProblem(res: Response, status: number, code?: string): voi
   expect(res.body.status).toBe(status);
   if (code !== undefined) expect(res.body.code).toBe(code);
 }
+
+/**
+ * A problem body without its `request_id`, which differs for every request: two answers that must not tell their
+ * cases apart (a wrong password, an unknown user) compare equal on everything else.
+ */
+export function problemWithoutRequestId(body: Record<string, unknown>): Record<string, unknown> {
+  const { request_id: _requestId, ...rest } = body;
+  return rest;
+}

@@ -142,7 +142,7 @@ export async function startProvider(
 export async function phoneToken(userId: string, issuer = PHONE_ISSUER): Promise<string> {
   const { SignJWT } = await loadJose();
   return new SignJWT({})
-    .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+    .setProtectedHeader({ alg: 'HS256', typ: 'at+jwt' })
     .setIssuer(issuer)
     .setAudience('phone-app')
     .setSubject(userId)

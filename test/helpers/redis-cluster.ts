@@ -1,11 +1,11 @@
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import { hashSlot } from '../../lib/store';
+import { createRedisConnection, hashSlot } from '../../lib/store';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import Redis, { type Cluster } from 'ioredis';
-import { freePort, isPortFree } from './redis';
+import { deleteByPrefix, freePort, isPortFree } from './redis';
 
 const run = promisify(execFile);
 
@@ -187,6 +187,41 @@ export function recordKeySlots(client: Cluster): { commands: RecordedCommand[]; 
     crossSlot: () => commands.filter((command) => new Set(command.slots).size > 1),
     stop: () => {
       client.sendCommand = original;
+    },
+  };
+}
+
+/** A Cluster client for one test file, and what ends it. */
+export interface TestCluster {
+  client: Cluster;
+  /** The seed nodes the client started from. */
+  seeds: Array<{ host: string; port: number }>;
+  /** Deletes every key under `prefix`, closes the client and stops the cluster this file started, if any. */
+  stop(prefix: string): Promise<void>;
+}
+
+/**
+ * A Cluster client: on the cluster scripts/test-cluster.sh gives (SSO_TEST_REDIS_CLUSTER), or on one this file
+ * starts and stops.
+ *
+ * @example
+ * const cluster = await openTestCluster();
+ * afterAll(() => cluster.stop(prefix));
+ */
+export async function openTestCluster(): Promise<TestCluster> {
+  const given = process.env.SSO_TEST_REDIS_CLUSTER;
+  const harness = given ? undefined : await startRedisCluster();
+  const seeds = given
+    ? given.split(',').map((address) => ({ host: address.split(':')[0] ?? '127.0.0.1', port: Number(address.split(':')[1]) }))
+    : harness!.nodes;
+  const client = createRedisConnection({ cluster: { nodes: seeds } }) as Cluster;
+  return {
+    client,
+    seeds,
+    async stop(prefix: string) {
+      await deleteByPrefix(client, prefix);
+      await client.quit().catch(() => client.disconnect());
+      await harness?.stop();
     },
   };
 }

@@ -187,7 +187,12 @@ export async function startPrivateRedis(extraArgs: string[] = []): Promise<Priva
       // so stop() would no longer end it.
       if (isRunning(child)) return;
       child = spawn('redis-server', args, { stdio: 'ignore' });
-      await waitForPing(port, 5000);
+      // One that does not answer in time is stopped before the error goes up: whoever started it gets no handle
+      // (startPrivateRedis throws), and the process would outlive the test run.
+      await waitForPing(port, 5000).catch(async (error: unknown) => {
+        await redis.stop();
+        throw error;
+      });
     },
     async stop() {
       const running = child;

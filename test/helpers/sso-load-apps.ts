@@ -103,6 +103,10 @@ function listen(app: Express): Promise<{ server: Server; url: string }> {
       const { port } = server.address() as AddressInfo;
       resolve({ server, url: `http://127.0.0.1:${port}` });
     });
+    // The client's keep-alive agent may reuse an idle socket at the moment the server's 5-second idle timeout closes
+    // it (a pause for a forced GC between outage cycles is long enough), and the request then fails with ECONNRESET
+    // before the app saw it. The tests observe the app, not that race: idle sockets stay open while a test runs.
+    server.keepAliveTimeout = 120_000;
   });
 }
 

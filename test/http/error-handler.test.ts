@@ -109,6 +109,32 @@ describe('errorHandler renders RFC 9457 problem+json', () => {
     expectProblem(api, 403);
   });
 
+  it('renders the HTML page for a form a browser posted, and problem+json for a script or an API client', async () => {
+    const app = express();
+    app.all('/step-up', express.urlencoded({ extended: false }), (_req: Request, _res: Response, next: NextFunction) =>
+      next(new ForbiddenError({ code: 'csrf_origin', detail: 'This form was sent from another site.' })),
+    );
+    app.use(errorHandler({ log: false, html: true, homeUrl: '/login' }));
+    const browser = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
+    for (const type of ['application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'text/plain']) {
+      const page = await request(app).post('/step-up').set('Accept', browser).set('Content-Type', type).send('');
+      expect({ type, status: page.status, contentType: page.headers['content-type'] }).toEqual({
+        type,
+        status: 403,
+        contentType: expect.stringMatching(/^text\/html/),
+      });
+      expect(page.text).toContain('This form was sent from another site.');
+      expect(page.text).toContain('href="/login"');
+    }
+    // A bodiless form post (a button alone) too.
+    expect((await request(app).post('/step-up').set('Accept', browser)).headers['content-type']).toMatch(/^text\/html/);
+    // fetch() with JSON, or an API client asking for anything: the problem document.
+    expectProblem(await request(app).post('/step-up').set('Accept', browser).set('Content-Type', 'application/json').send('{}'), 403);
+    expectProblem(await request(app).post('/step-up').set('Accept', '*/*').type('form').send('a=1'), 403);
+    // No form sends PUT.
+    expectProblem(await request(app).put('/step-up').set('Accept', browser).type('form').send('a=1'), 403);
+  });
+
   it("renders the HTML page in the kit's page shell, with the app's stylesheet when given one", async () => {
     const styled = appThrowing(new NotFoundError(), { log: false, html: true, stylesheetUrl: '/portal-assets/portal.css' });
     const page = await request(styled).get('/boom').set('Accept', 'text/html');
@@ -170,14 +196,21 @@ describe('errorHandler log lines carry no credential', () => {
       logs.stop();
     }
     expectProblem(res, 503, 'store_unavailable');
+    // ASVS 16.2.1: when, which request (the id the answer carries), from where; never the query or the auth_code.
+    const time = String.raw`\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z`;
     expect(logs.lines).toEqual([
       {
         source: 'console.error',
-        text:
-          '[express-sso-kit] 503 store_unavailable GET /sns/qr-logins/[redacted]/events: ' +
-          'ServiceUnavailableError: The session store is unavailable. Try again shortly.',
+        text: expect.stringMatching(
+          new RegExp(
+            String.raw`^\[express-sso-kit\] ${time} 503 store_unavailable GET /sns/qr-logins/\[redacted\]/events ` +
+              String.raw`\(request ${res.body.request_id}, from 127\.0\.0\.1/32\): ` +
+              String.raw`ServiceUnavailableError: The session store is unavailable\. Try again shortly\.$`,
+          ),
+        ),
       },
     ]);
+    expect(res.headers['x-request-id']).toBe(res.body.request_id);
   });
 
   it('gives a custom logger the route pattern and the redacted path', async () => {

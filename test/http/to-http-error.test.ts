@@ -1,7 +1,7 @@
 import express from 'express';
 import express4 from 'express4';
 import request from 'supertest';
-import { errorHandler, HttpError, toHttpError } from '../../lib/http';
+import { errorHandler, HttpError, notFound, toHttpError } from '../../lib/http';
 import { StoreUnavailableError } from '../../lib/store';
 import { expectProblem } from '../helpers/problem';
 
@@ -37,6 +37,28 @@ describe.each<[string, ExpressFactory]>([
       expect(res.text).not.toContain(path.slice('/sessions/'.length));
     }
     expect(seen).toEqual([]);
+  });
+
+  it('answers 400 malformed_uri, not 404, for a malformed percent-escape in a path no route matches', async () => {
+    const app = factory();
+    app.get('/notes', (_req, res) => res.json([]));
+    app.use(notFound());
+    app.use(errorHandler({ log: false, html: true }));
+    for (const path of ['/%E0%A4%A', '/%ZZ', '/notes/%', '/a/%ED%A0%80/b']) {
+      const res = await request(app).get(path).set('Accept', 'application/json');
+      expectProblem(res, 400, 'malformed_uri');
+      expect(res.text).not.toContain(path.slice(1));
+      // A browser navigation gets the kit's HTML error page, with the same status.
+      const page = await request(app).get(path).set('Accept', 'text/html,application/xhtml+xml');
+      expect({ path, status: page.status, type: page.headers['content-type'] }).toEqual({
+        path,
+        status: 400,
+        type: expect.stringMatching(/^text\/html/),
+      });
+      expect(page.text).toContain('Bad Request');
+    }
+    // Well-formed escapes of a path that is not there are still a plain 404.
+    for (const path of ['/nothing-here', '/caf%C3%A9', '/a%2Fb']) expectProblem(await request(app).get(path), 404, 'not_found');
   });
 
   it.each<[string, (test: request.Test) => request.Test, number, string]>([

@@ -1,8 +1,11 @@
+import type { Request, Response } from 'express';
 import { startTestIdp, type TestIdp } from '../helpers/oidc-provider';
 import { startSsoApps, type SsoApps } from '../helpers/oidc-apps';
 import { TestUserAgent } from '../helpers/http-user-agent';
 import type { OidcProvider } from '../../lib/oidc';
 import { providerKeys } from '../../lib/oidc/id-token';
+import { errorHandler } from '../../lib/http';
+import { requireSession } from '../../lib/session';
 
 const CLIENT_SECRET = 'corp-client-secret-0123456789abcdef';
 
@@ -206,6 +209,55 @@ describe('oidcCallback against a real OpenID provider', () => {
     });
     expect(api.headers['content-type']).toMatch(/application\/problem\+json/);
     expect(JSON.parse(api.body)).toMatchObject({ status: 400, code: 'oidc_temporarily_unavailable', loginUrl: '/login/corp' });
+  });
+
+  describe('the strength of an upstream login', () => {
+    beforeAll(() => {
+      apps.shop.app.get(
+        '/two-factor-area',
+        requireSession({ acr: '2fa' }),
+        (req: Request, res: Response) => {
+          res.json({ acr: req.user!.authentication?.acr });
+        },
+        errorHandler({ log: false }),
+      );
+    });
+    afterAll(() => idp.loginAs('alice'));
+
+    /** Logs in through the provider; answers the browser, the ID token's claims and the session's authentication. */
+    async function upstreamLogin(): Promise<{ ua: TestUserAgent; claims: Record<string, unknown>; authentication: unknown }> {
+      const ua = new TestUserAgent();
+      await ua.follow(`${apps.auth.origin}/login/corp`, { stopAt: (url) => url.startsWith(apps.shop.origin) });
+      const cookie = ua.cookies.find((c) => c.name === '__Secure-sso.sid')!;
+      const signed = decodeURIComponent(cookie.value);
+      const session = JSON.parse((await apps.store.get(`sess:${signed.slice(2, signed.lastIndexOf('.'))}`))!);
+      const claims = JSON.parse(Buffer.from((session.oidc.idToken as string).split('.')[1]!, 'base64url').toString()) as Record<
+        string,
+        unknown
+      >;
+      const me = JSON.parse((await ua.request(`${apps.shop.origin}/me`)).body);
+      return { ua, claims, authentication: me.user.authentication };
+    }
+
+    it('counts a login whose ID token says nothing of how the user authenticated (no acr, no amr) as one factor, which a two-factor route refuses', async () => {
+      idp.loginAs('bob');
+      const { ua, claims, authentication } = await upstreamLogin();
+      expect(claims.acr).toBeUndefined();
+      expect(claims.amr).toBeUndefined();
+      expect(authentication).toMatchObject({ acr: '1fa', amr: ['ext'] });
+      const refused = await ua.request(`${apps.shop.origin}/two-factor-area`, { headers: { Accept: 'application/json' } });
+      expect(refused.status).toBe(401);
+      expect(JSON.parse(refused.body)).toMatchObject({ code: 'insufficient_user_authentication', acr_values: '2fa' });
+    });
+
+    it('takes the level from the methods the provider reports: a password and a one-time code are two factors', async () => {
+      idp.loginAs('bob', { amr: ['pwd', 'otp'] });
+      const { ua, claims, authentication } = await upstreamLogin();
+      expect(claims.amr).toEqual(['pwd', 'otp']);
+      expect(authentication).toMatchObject({ acr: '2fa', amr: ['pwd', 'otp'] });
+      const allowed = await ua.request(`${apps.shop.origin}/two-factor-area`, { headers: { Accept: 'application/json' } });
+      expect(JSON.parse(allowed.body)).toEqual({ acr: '2fa' });
+    });
   });
 
   it('accepts ID tokens after the provider rotated its signing key (new kid fetched)', async () => {

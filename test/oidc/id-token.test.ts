@@ -15,7 +15,15 @@ describe('validateIdToken (through oidcCallback with a provider whose tokens the
   beforeAll(async () => {
     apps = await startSsoApps('oidc-idtoken');
     fake = await startFakeIdp({ clientId: 'shop', clientSecret: SECRET });
-    apps.configure({ name: 'fake', issuer: fake.issuer, clientId: 'shop', clientSecret: SECRET, allowInsecureLocalDevelopment: true });
+    // Trusted for its acr and amr (a provider not trusted for roles is not, by default): the session records them.
+    apps.configure({
+      name: 'fake',
+      issuer: fake.issuer,
+      clientId: 'shop',
+      clientSecret: SECRET,
+      allowInsecureLocalDevelopment: true,
+      trustAuthenticationClaims: true,
+    });
     apps.configure({ name: 'fresh', issuer: fake.issuer, clientId: 'shop', clientSecret: SECRET, allowInsecureLocalDevelopment: true });
     apps.configure({
       name: 'unknown-kid',

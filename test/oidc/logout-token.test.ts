@@ -4,7 +4,14 @@ import express from 'express';
 import { errorHandler } from '../../lib/http';
 import { RedisStore } from '../../lib/store';
 import { ssoSession } from '../../lib/session';
-import { backchannelLogout, BACKCHANNEL_LOGOUT_EVENT, oidcProvider, validateLogoutToken, LogoutTokenRejectedError } from '../../lib/oidc';
+import {
+  backchannelLogout,
+  BACKCHANNEL_LOGOUT_EVENT,
+  oidcProvider,
+  validateLogoutToken,
+  LogoutTokenRejectedError,
+  type OidcProviderOptions,
+} from '../../lib/oidc';
 import { startFakeIdp, type FakeIdp } from '../helpers/fake-oidc-provider';
 import { loadJose } from '../helpers/jose-tokens';
 import { startPrivateRedis, testRedisStore, type PrivateRedis } from '../helpers/redis';
@@ -24,20 +31,56 @@ describe('validateLogoutToken', () => {
     await redis.cleanup();
   });
 
-  const provider = () =>
+  const provider = (extra: Partial<OidcProviderOptions> = {}) =>
     oidcProvider({
       issuer: fake.issuer,
       clientId: 'shop',
       clientSecret: SECRET,
       redirectUri: 'https://auth.example.test/cb',
       allowInsecureLocalDevelopment: true,
+      ...extra,
     });
 
-  async function mint(claims: Record<string, unknown>, alg = 'RS256'): Promise<string> {
+  async function mint(claims: Record<string, unknown>, alg = 'RS256', typ: string | null = 'logout+jwt'): Promise<string> {
     const jose = await loadJose();
     const key = fake.keys[0]!;
-    return new jose.SignJWT(claims).setProtectedHeader({ alg, kid: key.kid! }).sign(key.privateKey);
+    return new jose.SignJWT(claims).setProtectedHeader({ alg, kid: key.kid!, ...(typ === null ? {} : { typ }) }).sign(key.privateKey);
   }
+
+  describe('typ and age (Back-Channel Logout 1.0 §2.4, ASVS 10.5.5)', () => {
+    it('refuses a logout token without typ logout+jwt, or typed as an access token', async () => {
+      await expect(validateLogoutToken(provider(), redis.store, await mint(claims(), 'RS256', null))).rejects.toThrow(/typ/);
+      await expect(validateLogoutToken(provider(), redis.store, await mint(claims(), 'RS256', 'JWT'))).rejects.toThrow(/typ/);
+      await expect(validateLogoutToken(provider(), redis.store, await mint(claims(), 'RS256', 'at+jwt'))).rejects.toThrow(/typ/);
+    });
+
+    it('accepts the typ as RFC 7515 compares it (application/ prefix, any case)', async () => {
+      await expect(
+        validateLogoutToken(provider(), redis.store, await mint(claims(), 'RS256', 'application/Logout+JWT')),
+      ).resolves.toMatchObject({
+        sid: 'sid-1',
+      });
+    });
+
+    it('with allowUntypedLogoutTokens accepts an untyped token or JWT, still not another type', async () => {
+      const lenient = provider({ allowUntypedLogoutTokens: true });
+      await expect(validateLogoutToken(lenient, redis.store, await mint(claims(), 'RS256', null))).resolves.toMatchObject({ sid: 'sid-1' });
+      await expect(validateLogoutToken(lenient, redis.store, await mint(claims(), 'RS256', 'JWT'))).resolves.toMatchObject({
+        sid: 'sid-1',
+      });
+      await expect(validateLogoutToken(lenient, redis.store, await mint(claims(), 'RS256', 'at+jwt'))).rejects.toThrow(/typ/);
+    });
+
+    it('refuses a logout token issued longer ago than logoutTokenMaxAgeSeconds (default 120), though not expired', async () => {
+      const now = Math.floor(Date.now() / 1000);
+      const old = await mint(claims({ iat: now - 180, exp: now + 600 }));
+      await expect(validateLogoutToken(provider(), redis.store, old)).rejects.toBeInstanceOf(LogoutTokenRejectedError);
+      const recent = await mint(claims({ iat: now - 60, exp: now + 600 }));
+      await expect(validateLogoutToken(provider(), redis.store, recent)).resolves.toMatchObject({ sid: 'sid-1' });
+      const strict = provider({ logoutTokenMaxAgeSeconds: 30 });
+      await expect(validateLogoutToken(strict, redis.store, await mint(claims({ iat: now - 60, exp: now + 600 })))).rejects.toThrow();
+    });
+  });
 
   function claims(extra: Record<string, unknown> = {}): Record<string, unknown> {
     const now = Math.floor(Date.now() / 1000);
@@ -146,7 +189,7 @@ describe('backchannelLogout when the store is down', () => {
       sid: 's',
       events: { [BACKCHANNEL_LOGOUT_EVENT]: {} },
     })
-      .setProtectedHeader({ alg: 'RS256', kid: key.kid! })
+      .setProtectedHeader({ alg: 'RS256', kid: key.kid!, typ: 'logout+jwt' })
       .sign(key.privateKey);
     await privateRedis.stop();
     const started = Date.now();

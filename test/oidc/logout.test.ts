@@ -1,38 +1,46 @@
-import { Router } from 'express';
+import express, { Router } from 'express';
+import request from 'supertest';
+import { logoutEverywhere } from '../../lib/session';
 import { randomBytes } from 'node:crypto';
 import { startTestIdp, type TestIdp } from '../helpers/oidc-provider';
 import { startSsoApps, type SsoApps } from '../helpers/oidc-apps';
 import { startFakeIdp, type FakeIdp } from '../helpers/fake-oidc-provider';
 import { TestUserAgent } from '../helpers/http-user-agent';
 import { loadJose } from '../helpers/jose-tokens';
-import { BACKCHANNEL_LOGOUT_EVENT, oidcLogout, oidcProvider } from '../../lib/oidc';
+import { BACKCHANNEL_LOGOUT_EVENT, oidcLogout, oidcProvider, upstreamLogoutUrl } from '../../lib/oidc';
 
 const SECRET = 'logout-client-secret-0123456789abcdef';
+
+/** The two apps and a real provider whose client `shop` comes back to the shop's `/bye` after a logout. */
+async function appsWithProvider(label: string, backchannel: boolean): Promise<{ apps: SsoApps; idp: TestIdp }> {
+  const apps = await startSsoApps(label);
+  const idp = await startTestIdp({
+    clients: [
+      {
+        clientId: 'shop',
+        clientSecret: SECRET,
+        redirectUris: [apps.redirectUri('corp')],
+        postLogoutRedirectUris: [`${apps.shop.origin}/bye`],
+        ...(backchannel ? { backchannelLogoutUri: apps.backchannelUri('corp') } : {}),
+      },
+    ],
+  });
+  apps.configure({
+    issuer: idp.issuer,
+    clientId: 'shop',
+    clientSecret: SECRET,
+    allowInsecureLocalDevelopment: true,
+    postLogoutRedirectUri: `${apps.shop.origin}/bye`,
+  });
+  return { apps, idp };
+}
 
 describe('logout with a real provider', () => {
   let apps: SsoApps;
   let idp: TestIdp;
 
   beforeAll(async () => {
-    apps = await startSsoApps('oidc-logout');
-    idp = await startTestIdp({
-      clients: [
-        {
-          clientId: 'shop',
-          clientSecret: SECRET,
-          redirectUris: [apps.redirectUri('corp')],
-          postLogoutRedirectUris: [`${apps.shop.origin}/bye`],
-          backchannelLogoutUri: apps.backchannelUri('corp'),
-        },
-      ],
-    });
-    apps.configure({
-      issuer: idp.issuer,
-      clientId: 'shop',
-      clientSecret: SECRET,
-      allowInsecureLocalDevelopment: true,
-      postLogoutRedirectUri: `${apps.shop.origin}/bye`,
-    });
+    ({ apps, idp } = await appsWithProvider('oidc-logout', true));
   });
   afterAll(async () => {
     await idp.close();
@@ -293,5 +301,70 @@ describe('oidcLogout sends the ID token hint only to the issuer that issued it',
     const target = await logoutAt(apps.shop.origin);
     expect(`${target.origin}${target.pathname}`).toBe(`${namesake.issuer}/session/end`);
     expect(target.searchParams.has('id_token_hint')).toBe(false);
+  });
+});
+
+describe('upstreamLogoutUrl: any app of the domain ends the provider session on sign-out', () => {
+  let apps: SsoApps;
+  let idp: TestIdp;
+
+  beforeAll(async () => {
+    ({ apps, idp } = await appsWithProvider('oidc-upstream-logout', false));
+    // The shop never ran the login: it reads what the login kept in the shared session.
+    const shop = Router();
+    shop.get('/me', (req, res) => void res.status(req.user ? 200 : 401).json({ user: req.user ?? null }));
+    shop.post('/sign-out', async (req, res, next) => {
+      try {
+        const upstream = upstreamLogoutUrl(req);
+        await logoutEverywhere(req);
+        res.redirect(303, upstream ?? '/');
+      } catch (error) {
+        next(error);
+      }
+    });
+    apps.shop.mount(shop);
+  });
+  afterAll(async () => {
+    await idp.close();
+    await apps.close();
+  });
+
+  /** Signs in through the provider; true when the provider had to ask (an interaction), false when it passed silently. */
+  async function signIn(ua: TestUserAgent): Promise<boolean> {
+    const chain = await ua.follow(`${apps.auth.origin}/login/corp`);
+    expect((await ua.request(`${apps.shop.origin}/me`)).status).toBe(200);
+    return chain.some((answer) => new URL(answer.url).pathname.startsWith('/interaction/'));
+  }
+
+  it('sends the browser to the end-session endpoint with the hint, and the next sign-in asks again', async () => {
+    const ua = new TestUserAgent();
+    expect(await signIn(ua)).toBe(true);
+    // While the provider's session lives, a second sign-in passes without asking: what signing out must end.
+    expect(await signIn(ua)).toBe(false);
+
+    const out = await ua.request(`${apps.shop.origin}/sign-out`, { method: 'POST', headers: { Origin: apps.shop.origin } });
+    expect(out.status).toBe(303);
+    const target = new URL(out.location!);
+    expect(`${target.origin}${target.pathname}`).toBe(`${idp.issuer}/session/end`);
+    expect(target.searchParams.get('client_id')).toBe('shop');
+    expect(target.searchParams.get('post_logout_redirect_uri')).toBe(`${apps.shop.origin}/bye`);
+    expect((await loadJose()).decodeJwt(target.searchParams.get('id_token_hint')!)).toMatchObject({ iss: idp.issuer, sub: 'alice' });
+    expect((await ua.request(`${apps.shop.origin}/me`)).status).toBe(401);
+
+    const confirm = await ua.request(out.location!);
+    const xsrf = /name="xsrf" value="([^"]+)"/.exec(confirm.body)![1]!;
+    const done = await ua.request(`${idp.issuer}/session/end/confirm`, { form: { xsrf, logout: 'yes' } });
+    expect(done.location).toBe(`${apps.shop.origin}/bye`);
+    expect(await signIn(ua)).toBe(true);
+  });
+
+  it('is undefined without a signed-in session', async () => {
+    const shop = Router();
+    shop.get('/upstream', (req, res) => void res.json({ upstream: upstreamLogoutUrl(req) ?? null }));
+    const app = express();
+    app.use(apps.shop.sessions);
+    app.use(shop);
+    const res = await request(app).get('/upstream').set('Host', 'shop.example.test');
+    expect(res.body).toEqual({ upstream: null });
   });
 });

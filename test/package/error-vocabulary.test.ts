@@ -44,6 +44,7 @@ const instances: Record<string, () => Error> = {
   KeySourceUnavailableError: () => new kit.KeySourceUnavailableError('timeout'),
   KeySourceUnavailable: () => new kit.KeySourceUnavailable('bad_response'),
   RefreshTokenError: () => new kit.RefreshTokenError('reused'),
+  DpopError: () => new kit.DpopError('replayed'),
   IdTokenRejectedError: () => new kit.IdTokenRejectedError('nonce does not match'),
   LogoutTokenRejectedError: () => new kit.LogoutTokenRejectedError('no events'),
   OidcGrantError: () => new kit.OidcGrantError('invalid_grant', 400),
@@ -52,6 +53,8 @@ const instances: Record<string, () => Error> = {
   CredentialConflictError: () => new kit.CredentialConflictError(),
   PasskeyVerificationError: () => new kit.PasskeyVerificationError('counter'),
   SealedSecretError: () => new kit.SealedSecretError(),
+  BreachCheckUnavailableError: () => new kit.BreachCheckUnavailableError('the breach range API answered 503'),
+  MailDeliveryError: () => new kit.MailDeliveryError('the mail could not be sent (ECONNECTION)', { permanent: false }),
 };
 
 const exportedErrorClasses = Object.entries(kit)
@@ -157,7 +160,7 @@ describe('the error vocabulary', () => {
       'qr/qr-state.ts: confirming needs mintCode',
       'qr/qr-login.ts: mapUser must return',
       'qr/openid-secret.ts: the openid secret vanished',
-      'portal/login-throttle.ts: the device-token key is missing',
+      'portal/throttle/login-throttle.ts: the device-token key is missing',
       'basic/require-basic.ts: verify must resolve to null or a user',
       // Compare-and-set lost to other writers many times in a row: a bug or an attack, not an outage.
       'credentials/kv-credential-store.ts: the passkey record kept changing',
@@ -168,7 +171,7 @@ describe('the error vocabulary', () => {
       // oidc-provider's own outbound calls (back-channel logout): it reports the failed call, no user request sees it.
       'provider/backchannel-fetch.ts: refused to call',
       // Not the kit's server code: the passkey page's browser script, which shows the message to the user.
-      'portal/passkey-pages.ts: The passkey could not be used',
+      'portal/passkeys/passkey-pages.ts: data.detail || FALLBACK',
     ];
     const bare = [...libCode()].flatMap(([file, code]) =>
       [...code.matchAll(/new (Error|TypeError|RangeError)\(/g)].map(

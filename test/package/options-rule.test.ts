@@ -35,6 +35,25 @@ interface Misspelling {
 }
 
 const factories: Record<string, Misspelling> = {
+  accountAdmin: { call: () => kit.accountAdmin({ usres: {} } as never), wrong: 'usres', meant: 'users' },
+  accountAdminRoutes: {
+    call: () => kit.accountAdminRoutes({} as never, { policy, permision: 'manage:accounts' } as never),
+    wrong: 'permision',
+    meant: 'permission',
+  },
+  PasswordResetLinks: {
+    call: () => new kit.PasswordResetLinks({ resetUrll: 'https://auth.example.test/password/reset' } as never),
+    wrong: 'resetUrll',
+    meant: 'resetUrl',
+    named: 'passwordResetLinks',
+  },
+  passwordResetLinkSender: {
+    call: () => kit.passwordResetLinkSender({ mailr: {} } as never),
+    wrong: 'mailr',
+    meant: 'mailer',
+    named: 'passwordResetLinks',
+  },
+  forwardAuth: { call: () => kit.forwardAuth({ trustedProxy: ['127.0.0.1'] } as never), wrong: 'trustedProxy', meant: 'trustedProxies' },
   ssoSession: { call: () => kit.ssoSession({ secrett: SECRET } as never), wrong: 'secrett', meant: 'secret' },
   establishLogin: {
     call: () =>
@@ -143,6 +162,29 @@ const factories: Record<string, Misspelling> = {
   loginPortal: { call: () => kit.loginPortal({ user: {} } as never), wrong: 'user', meant: 'users' },
   fileUserDirectory: { call: () => kit.fileUserDirectory([], { sourc: 'directory:staff' } as never), wrong: 'sourc', meant: 'source' },
   redisUserDirectory: { call: () => kit.redisUserDirectory(store, { sourc: 'directory:staff' } as never), wrong: 'sourc', meant: 'source' },
+  memoryUserDirectory: { call: () => kit.memoryUserDirectory({ sourc: 'directory:staff' } as never), wrong: 'sourc', meant: 'source' },
+  postgresUserDirectory: {
+    call: () => kit.postgresUserDirectory({} as never, { schma: 'sso_accounts' } as never),
+    wrong: 'schma',
+    meant: 'schema',
+  },
+  postgresUserDirectorySql: {
+    call: () => kit.postgresUserDirectorySql({ schma: 'sso_accounts' } as never),
+    wrong: 'schma',
+    meant: 'schema',
+  },
+  passwordPolicy: { call: () => kit.passwordPolicy({ minLenght: 12 } as never), wrong: 'minLenght', meant: 'minLength' },
+  rangeBreachCheck: { call: () => kit.rangeBreachCheck({ timeoutSecond: 2 } as never), wrong: 'timeoutSecond', meant: 'timeoutSeconds' },
+  AccountTokens: {
+    call: () => new kit.AccountTokens({ store, users: kit.memoryUserDirectory(), purpose: 'password-reset', lifetimeSecond: 60 } as never),
+    wrong: 'lifetimeSecond',
+    meant: 'lifetimeSeconds',
+  },
+  mailer: {
+    call: () => kit.mailer({ smtp: { host: 'smtp.example.test' }, from: 'no-reply@example.test', sitename: 'Example' } as never),
+    wrong: 'sitename',
+    meant: 'siteName',
+  },
   hashPassword: { call: () => kit.hashPassword('correct horse', { n: 16384 } as never), wrong: 'n', meant: 'N' },
   LoginThrottle: { call: () => new kit.LoginThrottle(store, { perAcount: {} } as never), wrong: 'perAcount', meant: 'perAccount' },
   openidProvider: { call: () => kit.openidProvider({ issuerr: ISSUER } as never), wrong: 'issuerr', meant: 'issuer' },
@@ -158,11 +200,35 @@ const factories: Record<string, Misspelling> = {
     wrong: 'schma',
     meant: 'schema',
   },
+  DpopVerifier: {
+    call: () => new kit.DpopVerifier({ replayStore: store, proofMaxAgeSecond: 60 } as never),
+    wrong: 'proofMaxAgeSecond',
+    meant: 'proofMaxAgeSeconds',
+  },
+  tokenRequestProof: {
+    call: () => kit.tokenRequestProof({ headers: {} } as never, new kit.DpopVerifier({ replayStore: store }), { requird: true } as never),
+    wrong: 'requird',
+    meant: 'required',
+  },
   TotpAuthenticator: { call: () => new kit.TotpAuthenticator({ isuer: 'Example Corp' } as never), wrong: 'isuer', meant: 'issuer' },
+  securityEvents: { call: () => kit.securityEvents({ sink: [] } as never), wrong: 'sink', meant: 'sinks' },
+  pinoSink: { call: () => kit.pinoSink({ destinaton: 2 } as never), wrong: 'destinaton', meant: 'destination' },
+  redisStreamSink: {
+    call: () => kit.redisStreamSink({ store, maxEventPerUser: 10 } as never),
+    wrong: 'maxEventPerUser',
+    meant: 'maxEventsPerUser',
+  },
+  postgresEventSink: {
+    call: () => kit.postgresEventSink({ query: () => undefined } as never, { schma: 'sso_events' } as never),
+    wrong: 'schma',
+    meant: 'schema',
+  },
+  metricsHandler: { call: () => kit.metricsHandler({ event: {} } as never), wrong: 'event', meant: 'events' },
 };
 
 /** Exports that take no options object, each with what it takes instead. */
 const withoutOptions: Record<string, string> = {
+  endProviderAccess: 'the kit store and a user id',
   logout: 'the request and response',
   logoutEverywhere: 'the request and a user id',
   checkRequestOrigin: 'request facts and the allowed origins (a pure decision)',
@@ -189,6 +255,7 @@ const withoutOptions: Record<string, string> = {
   redeemAuthorizationCode: 'a provider and the code (a pure core)',
   refreshTokenGrant: 'a provider and a refresh token (a pure core)',
   requestUserinfo: 'a provider and an access token (a pure core)',
+  upstreamLogoutUrl: 'the request (read from its session)',
   hashAppSecret: 'an app secret',
   generateAppSecret: 'nothing',
   verifyPasswordHash: 'a password and a hash',
@@ -204,6 +271,12 @@ const withoutOptions: Record<string, string> = {
   totpFactor: 'a TotpAuthenticator',
   KeyValueCredentialStore: 'the store',
   RecoveryCodes: 'a credential store and a sealer',
+  isWritableUserDirectory: 'a user directory',
+  normalizeEmail: 'an email address',
+  requestIdOf: 'a request',
+  jwkThumbprint: 'a public JWK',
+  dpopTargetUri: 'the request',
+  dpopTokenError: 'a DpopError',
 };
 
 /** Error classes (their codes are checked by test/package/error-vocabulary.test.ts) and constants. */
@@ -211,7 +284,16 @@ const errorClasses = Object.keys(kit).filter((name) => {
   const value = (kit as Record<string, unknown>)[name];
   return typeof value === 'function' && value.prototype instanceof Error;
 });
-const constants = ['DEFAULT_DIRECTORY_SOURCE', 'SUPPORTED_ALGORITHMS', 'WECHAT_ERRORS', 'RECOVERY_CODE_COUNT'];
+const constants = [
+  'DEFAULT_DIRECTORY_SOURCE',
+  'SUPPORTED_ALGORITHMS',
+  'WECHAT_ERRORS',
+  'RECOVERY_CODE_COUNT',
+  'DEFAULT_MAIL_TEMPLATES',
+  'SECURITY_EVENT_TYPES',
+  'DPOP_ALGORITHMS',
+  'DEFAULT_DPOP_ALGORITHMS',
+];
 
 async function thrownBy(call: () => unknown): Promise<unknown> {
   try {

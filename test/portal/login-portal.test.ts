@@ -4,7 +4,7 @@ import express, { type Express } from 'express';
 import request from 'supertest';
 import { errorHandler, securityHeaders } from '../../lib/http';
 import express4 from 'express4';
-import { DEVICE_COOKIE } from '../../lib/portal/device-cookie';
+import { DEVICE_COOKIE } from '../../lib/portal/throttle/device-cookie';
 import { loginPortal, type LoginPortalOptions } from '../../lib/portal/login-portal';
 import { fileUserDirectory, type UserDirectory } from '../../lib/portal/user-directory';
 import { debugChannel } from '../../lib/util/debug';
@@ -215,6 +215,19 @@ describe('loginPortal', () => {
       expect(setCookieValue(res, '__Secure-sso.sid')).toBeUndefined();
     });
 
+    it('takes its own origin from the Host it was routed by: a forged X-Forwarded-Host naming the sender changes nothing', async () => {
+      const res = await request(app)
+        .post('/login')
+        .set('Host', AUTH)
+        .set('X-Forwarded-Proto', 'https')
+        .set('X-Forwarded-Host', 'evil.test')
+        .set('Origin', 'https://evil.test')
+        .type('form')
+        .send({ username: 'alice', password: 'alice-password' });
+      expectProblem(res, 403, 'csrf_origin');
+      expect(setCookieValue(res, '__Secure-sso.sid')).toBeUndefined();
+    });
+
     it('refuses a login that carries neither Origin nor Referer', async () => {
       const res = await request(app)
         .post('/login')
@@ -339,6 +352,68 @@ describe('loginPortal', () => {
       expect(res.headers.location).toBe('/login');
       expect(setCookieLine(res, '__Secure-sso.sid')).toMatch(/Domain=example\.test.*Expires=Thu, 01 Jan 1970/i);
       expectProblem(await fromPortal(request(app).get('/whoami')).set('Cookie', cookie), 401);
+    });
+
+    it('signs only this browser out by default, and every browser of the user with scope=everywhere', async () => {
+      const fresh = buildApp(redis.store, { throttle: { namespace: 'sign-out-everywhere' } });
+      const phone = setCookieValue(await login(fresh, 'alice', 'alice-password', '', 'Phone'), '__Secure-sso.sid')!;
+      const laptop = setCookieValue(await login(fresh, 'alice', 'alice-password', '', 'Laptop'), '__Secure-sso.sid')!;
+      const tablet = setCookieValue(await login(fresh, 'alice', 'alice-password', '', 'Tablet'), '__Secure-sso.sid')!;
+      const bob = setCookieValue(await login(fresh, 'bob', 'bob-password', '', 'Bob'), '__Secure-sso.sid')!;
+      const whoami = (cookie: string) => fromPortal(request(fresh).get('/whoami')).set('Cookie', cookie);
+
+      expect((await fromPortal(request(fresh).post('/logout')).set('Cookie', tablet).type('form').send({})).status).toBe(303);
+      expect((await whoami(tablet)).status).toBe(401);
+      expect((await whoami(phone)).status).toBe(200);
+
+      const everywhere = await fromPortal(request(fresh).post('/logout')).set('Cookie', laptop).type('form').send({ scope: 'everywhere' });
+      expect(everywhere.status).toBe(303);
+      expect(everywhere.headers.location).toBe('/login');
+      expect(setCookieLine(everywhere, '__Secure-sso.sid')).toMatch(/Expires=Thu, 01 Jan 1970/i);
+      for (const cookie of [laptop, phone]) expectProblem(await whoami(cookie), 401);
+      // Another user's sessions are not touched.
+      expect((await whoami(bob)).status).toBe(200);
+    });
+
+    it("goes on to the identity provider's end-session page when the session signed in through one", async () => {
+      const seeded = buildApp(redis.store, { throttle: { namespace: 'upstream-logout' } });
+      // What oidc()'s callback keeps in the session after a login through a provider offering RP-initiated logout.
+      seeded.post('/test/oidc-login', (req, res) => {
+        req.session.oidc = {
+          provider: 'corp',
+          issuer: 'https://idp.example.test',
+          idToken: 'header.payload.signature',
+          endSessionUrl: 'https://idp.example.test/session/end?client_id=portal',
+        };
+        req.session.save(() => res.sendStatus(204));
+      });
+      for (const scope of ['browser', 'everywhere']) {
+        const cookie = setCookieValue(await login(seeded, 'alice', 'alice-password'), '__Secure-sso.sid')!;
+        expect((await fromPortal(request(seeded).post('/test/oidc-login')).set('Cookie', cookie)).status).toBe(204);
+        // The sessions page allows the provider's origin as a form target: its sign-out forms redirect there.
+        const page = await fromPortal(request(seeded).get('/sessions')).set('Cookie', cookie);
+        expect(page.headers['content-security-policy']).toMatch(/form-action 'self' https:\/\/idp\.example\.test(;|$)/);
+        const out = await fromPortal(request(seeded).post('/logout')).set('Cookie', cookie).type('form').send({ scope });
+        expect(out.status).toBe(303);
+        expect(out.headers.location).toBe('https://idp.example.test/session/end?client_id=portal&id_token_hint=header.payload.signature');
+        expectProblem(await fromPortal(request(seeded).get('/whoami')).set('Cookie', cookie), 401);
+      }
+    });
+
+    it('refuses an unknown scope with 400 and signs nobody out', async () => {
+      const cookie = setCookieValue(await login(app, 'alice', 'alice-password'), '__Secure-sso.sid')!;
+      const res = await fromPortal(request(app).post('/logout')).set('Cookie', cookie).type('form').send({ scope: 'all' });
+      expectProblem(res, 400, 'invalid_request');
+      expect((await fromPortal(request(app).get('/whoami')).set('Cookie', cookie)).status).toBe(200);
+    });
+
+    it('offers both sign-outs on the sessions page', async () => {
+      const cookie = setCookieValue(await login(app, 'alice', 'alice-password'), '__Secure-sso.sid')!;
+      const page = await fromPortal(request(app).get('/sessions')).set('Cookie', cookie);
+      expect(page.text).toContain('>Sign out of this browser</button>');
+      expect(page.text).toMatch(
+        /<input type="hidden" name="scope" value="everywhere"><button type="submit" class="danger">Sign out everywhere<\/button>/,
+      );
     });
 
     it('refuses a logout posted from another site', async () => {

@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
+import dns from 'node:dns';
+import { isIP } from 'node:net';
 import type * as OpenidClient from 'openid-client' with { 'resolution-mode': 'import' };
-import { isSpecialUseAddress } from '../../lib/provider/backchannel-fetch';
+import { backchannelFetch, isSpecialUseAddress } from '../../lib/provider/backchannel-fetch';
 import { startBackchannelReceiver, type BackchannelReceiver } from '../helpers/backchannel-receiver';
 import { debugLinesUntil } from '../helpers/debug-lines';
 import { OpenidClientFlows } from '../helpers/openid-client-flows';
@@ -31,6 +33,45 @@ describe('isSpecialUseAddress', () => {
   it.each(['93.184.215.14', '172.32.0.1', '8.8.8.8', '2606:4700::1111', '::ffff:8.8.8.8'])('accepts the public address %s', (address) =>
     expect(isSpecialUseAddress(address)).toBe(false),
   );
+});
+
+describe('backchannelFetch: a host name with several addresses', () => {
+  // The resolver answers for the test's names only; the module reads dns.lookup at call time, as an app's own
+  // resolver would be read. Every call carries an aborted signal, so whatever the check lets through ends inside
+  // fetch (AbortError) before any connection: the test never reaches a network.
+  const answers: Record<string, string[]> = {
+    'public.example.test': ['93.184.215.14', '2606:4700::1111'],
+    'rebind.example.test': ['93.184.215.14', '127.0.0.1'],
+    'rebind-first.example.test': ['10.0.0.7', '93.184.215.14'],
+    'rebind-v6.example.test': ['2606:4700::1111', 'fd00::1'],
+  };
+  let lookup: jest.SpiedFunction<typeof dns.lookup>;
+
+  beforeEach(() => {
+    const real = dns.lookup;
+    lookup = jest.spyOn(dns, 'lookup').mockImplementation(((hostname: string, options: unknown, callback: unknown) => {
+      const found = answers[hostname];
+      if (found === undefined) return (real as (...args: unknown[]) => void)(hostname, options, callback);
+      const addresses = found.map((address) => ({ address, family: isIP(address) }));
+      process.nextTick(() => (callback as (error: null, addresses: dns.LookupAddress[]) => void)(null, addresses));
+    }) as unknown as typeof dns.lookup);
+  });
+  afterEach(() => lookup.mockRestore());
+
+  const call = (hostname: string) =>
+    backchannelFetch(false)(`https://${hostname}/backchannel-logout`, { method: 'POST', signal: AbortSignal.abort() });
+
+  it.each(['rebind.example.test', 'rebind-first.example.test', 'rebind-v6.example.test'])(
+    'refuses %s, which resolves to a public and a private address (DNS rebinding)',
+    async (hostname) => {
+      await expect(call(hostname)).rejects.toThrow(`refused to call ${hostname}: it is a loopback or private-network address`);
+      expect(lookup).toHaveBeenCalledWith(hostname, { all: true }, expect.any(Function));
+    },
+  );
+
+  it('lets a name whose every address is public through to the call', async () => {
+    await expect(call('public.example.test')).rejects.toMatchObject({ name: 'AbortError' });
+  });
 });
 
 describe('back-channel logout to a loopback address', () => {

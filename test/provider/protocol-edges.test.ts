@@ -19,6 +19,8 @@ beforeAll(async () => {
     clients: [
       { clientId: 'partner', clientSecret: SECRET, redirectUris: [REDIRECT] },
       { clientId: 'saas', clientSecret: SECRET, redirectUris: [REDIRECT], thirdParty: true, name: 'SaaS Tool' },
+      // A third-party public client (token_endpoint_auth_method none): anyone can send its id.
+      { clientId: 'saas-app', redirectUris: [REDIRECT], thirdParty: true, name: 'SaaS App' },
     ],
   });
   flows = await OpenidClientFlows.load(portal);
@@ -46,6 +48,64 @@ function tokenRequest(body: Record<string, string>, secret = SECRET): Promise<Re
     body: new URLSearchParams(body).toString(),
   });
 }
+
+describe('what discovery publishes is what the provider does', () => {
+  it('publishes the code flow only and client_secret_basic, private_key_jwt (or none) only', async () => {
+    const discovery = (await (await fetch(`${portal.issuer}/.well-known/openid-configuration`)).json()) as Record<string, unknown>;
+    expect(discovery.response_types_supported).toEqual(['code']);
+    expect(discovery.token_endpoint_auth_methods_supported).toEqual(['client_secret_basic', 'private_key_jwt', 'none']);
+    // Introspection and revocation authenticate clients the same way (oidc-provider publishes one list for all three).
+    expect(discovery).not.toHaveProperty('introspection_endpoint_auth_methods_supported');
+  });
+
+  it.each(['code id_token', 'id_token', 'token', 'code token', 'none'])(
+    'refuses response_type=%s (unsupported_response_type, or invalid_request for its fragment response mode), issuing nothing',
+    async (responseType) => {
+      const started = await flows.start(config, REDIRECT, { response_type: responseType });
+      const { location, response } = await (await signedIn()).follow(started.url.href);
+      // oidc-provider answers on its error page or at the redirect URI (in the query or, for a hybrid type, the fragment).
+      const answer = location.startsWith(REDIRECT) ? new URL(location) : undefined;
+      const params = new URLSearchParams(answer ? `${answer.search.slice(1)}&${answer.hash.slice(1)}` : '');
+      const error = answer
+        ? params.get('error')
+        : /unsupported_response_type|response_mode is not allowed/
+            .exec(await response.text())?.[0]
+            .replace(/^response.*/, 'invalid_request');
+      // A hybrid or implicit type defaults to the fragment response mode, which the client may not use: that refusal
+      // (invalid_request) comes first.
+      expect(['unsupported_response_type', 'invalid_request']).toContain(error);
+      for (const issued of ['code', 'id_token', 'access_token']) expect(params.get(issued)).toBeNull();
+    },
+  );
+
+  it('refuses a client secret sent in the form body (client_secret_post) with 401 invalid_client, at every endpoint', async () => {
+    const started = await flows.start(config, REDIRECT);
+    const callback = await flows.authorize(await signedIn(), started, REDIRECT);
+    const post = (path: string, body: Record<string, string>) =>
+      fetch(`${portal.issuer}/oidc/${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ ...body, client_id: 'partner', client_secret: SECRET }).toString(),
+      });
+    const code = callback.searchParams.get('code')!;
+    const grant = { grant_type: 'authorization_code', code, redirect_uri: REDIRECT, code_verifier: started.verifier };
+    for (const [path, body] of [
+      ['token', grant],
+      ['token/introspection', { token: 'any' }],
+      ['token/revocation', { token: 'any' }],
+    ] as const) {
+      const response = await post(path, body);
+      expect({ path, status: response.status, body: await response.json() }).toMatchObject({
+        path,
+        status: 401,
+        body: { error: 'invalid_client' },
+      });
+    }
+    // The same code, with the same secret in the Basic header, is still good: the refusal changed nothing.
+    const tokens = await flows.exchange(config, callback, started);
+    expect(tokens.access_token).toEqual(expect.any(String));
+  });
+});
 
 describe('authorization request checks', () => {
   it('refuses a redirect URI that is not registered exactly, without redirecting', async () => {
@@ -214,6 +274,41 @@ describe('consent', () => {
     const again = await signedIn('alice');
     const second = await flows.login(saas, again, REDIRECT);
     expect(second.tokens.claims()!.sub).toBe('directory:local|alice');
+  });
+
+  it('remembers the consent to a confidential third-party client within the same browser session too', async () => {
+    const saas = await flows.config('saas', SECRET);
+    const browser = await signedIn('alice');
+    const first = await flows.start(saas, REDIRECT);
+    const { location } = await browser.follow(first.url.href);
+    // Alice consented in the test above, if it ran.
+    const callback = location.startsWith(REDIRECT)
+      ? location
+      : (await browser.follow(`${location}/consent`, { method: 'POST', form: {} })).location;
+    await flows.exchange(saas, new URL(callback), first);
+    const second = await flows.login(saas, browser, REDIRECT);
+    expect(second.tokens.claims()!.sub).toBe('directory:local|alice');
+  });
+
+  it('asks the user to consent to a third-party public client at every authorization request, remembering nothing', async () => {
+    const app = await flows.config('saas-app');
+    const browser = await signedIn('bob');
+    for (let round = 0; round < 2; round += 1) {
+      const started = await flows.start(app, REDIRECT);
+      const { location, response } = await browser.follow(started.url.href);
+      expect(location).toMatch(/\/oidc\/interaction\//);
+      const page = await response.text();
+      expect(page).toContain('Allow SaaS App?');
+      expect(page).toContain('You are asked each time');
+      expect(page).not.toContain('remembered for');
+      const allowed = await browser.follow(`${location}/consent`, { method: 'POST', form: {} });
+      const tokens = await flows.exchange(app, new URL(allowed.location), started);
+      expect(tokens.claims()!.sub).toBe('directory:local|bob');
+    }
+    // Another browser of the same user is asked too: the consent was not kept for the user either.
+    const started = await flows.start(app, REDIRECT);
+    const { location } = await (await signedIn('bob')).follow(started.url.href);
+    expect(location).toMatch(/\/oidc\/interaction\//);
   });
 
   it('answers access_denied when the user denies', async () => {

@@ -4,6 +4,7 @@ import { openidProvider, type OpenidProviderOptions } from '../../lib/provider';
 import { ssoSession } from '../../lib/session';
 import { KeySet } from '../../lib/tokens';
 import { OptionsError } from '../../lib/util/options';
+import { recordUnhandledRejections } from '../helpers/fault-probes';
 
 const store = new MemoryStore();
 const sessions = ssoSession({
@@ -82,5 +83,75 @@ describe('openidProvider options', () => {
 
   it('refuses short cookie secrets', () => {
     expect(refused({ cookieSecrets: ['short'] })).toMatch(/at least 32 characters/);
+  });
+});
+
+describe('openidProvider Level 3 options', () => {
+  const JWK = {
+    kty: 'EC',
+    crv: 'P-256',
+    x: 'f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU',
+    y: 'x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0',
+  };
+  const keyed = { clientId: 'fapi', jwks: { keys: [JWK] }, redirectUris: ['https://fapi.test/callback'] };
+
+  it('refuses a service scope on an interactive client', () => {
+    expect(
+      refused({
+        serviceScopes: ['reports:read'],
+        clients: [{ clientId: 'app', clientSecret: SECRET, redirectUris: ['https://a.test/cb'], scopes: ['reports:read'] }],
+      }),
+    ).toMatch(/"reports:read" is a service scope; an authorization_code client cannot hold one/);
+  });
+
+  it('refuses a service without scopes (an empty allowlist would allow every scope)', () => {
+    expect(refused({ clients: [{ clientId: 'job', clientSecret: SECRET, grantTypes: ['client_credentials'] }] })).toMatch(/needs scopes/);
+  });
+
+  it('refuses two ways of client authentication at once, and a private key in jwks', () => {
+    expect(refused({ clients: [{ ...keyed, clientSecret: SECRET }] })).toMatch(/one way to authenticate/);
+    expect(refused({ clients: [{ ...keyed, jwks: { keys: [{ ...JWK, d: 'secret' }] } }] })).toMatch(/public keys/);
+    expect(refused({ clients: [{ ...keyed, jwks: undefined, jwksUri: 'http://partner.test/jwks' }] })).toMatch(/jwksUri must use https/);
+  });
+
+  it('refuses resource scopes that clash with OpenID or service scopes, and indicators that are not URLs', () => {
+    expect(refused({ resources: [{ indicator: 'https://api.test/', scopes: ['openid'] }] })).toMatch(/already an OpenID/);
+    expect(refused({ resources: [{ indicator: 'notes', scopes: ['notes:read'] }] })).toMatch(/must be an absolute URL/);
+  });
+
+  it("with profile 'fapi2' refuses secrets, public clients, dpop 'allowed', optional PAR and form_post", async () => {
+    expect(refused({ profile: 'fapi2' })).toMatch(/profile 'fapi2' needs private_key_jwt/);
+    expect(refused({ profile: 'fapi2', clients: [{ clientId: 'spa', redirectUris: ['https://spa.test/cb'] }] })).toMatch(
+      /needs private_key_jwt/,
+    );
+    expect(refused({ profile: 'fapi2', clients: [{ ...keyed, dpop: 'allowed' }] })).toMatch(/binds every token/);
+    expect(refused({ profile: 'fapi2', clients: [{ ...keyed, requirePushedAuthorizationRequests: false }] })).toMatch(/requires pushed/);
+    expect(refused({ profile: 'fapi2', clients: [{ ...keyed, responseMode: 'form_post' }] })).toMatch(/response_mode query only/);
+    expect(refused({ profile: 'fapi2', dpop: 'allowed', clients: [keyed] })).toMatch(/binds every token/);
+    const op = openidProvider(options({ profile: 'fapi2', clients: [keyed] }));
+    await op.ready;
+    await op.close();
+  });
+});
+
+describe('openidProvider start-up failure', () => {
+  it('rejects ready for whoever awaits it, and leaves no unhandled rejection for an app that does not', async () => {
+    class DownStore extends MemoryStore {
+      override async subscribe(): Promise<() => Promise<void>> {
+        throw new Error('store down');
+      }
+    }
+    const rejections = recordUnhandledRejections();
+    try {
+      const unused = openidProvider(options({ store: new DownStore() }));
+      const awaited = openidProvider(options({ store: new DownStore() }));
+      await expect(awaited.ready).rejects.toThrow('store down');
+      await unused.close();
+      // Unhandled rejections are reported after the microtask queue drains: give them a macrotask.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(rejections.seen).toEqual([]);
+    } finally {
+      rejections.stop();
+    }
   });
 });

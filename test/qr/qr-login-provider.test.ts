@@ -2,6 +2,7 @@ import request from 'supertest';
 import express, { type Router } from 'express';
 import { generateAppSecret, hashAppSecret, qrTokenIssuer } from '../../lib/qr';
 import { providerArea, providerAreas, type QrProviderAreas } from '../../lib/qr/provider-areas';
+import { providerOrigin, providerOwnOrigin, type QrProviderContext } from '../../lib/qr/provider-context';
 import { providerContext, qrLoginProvider } from '../../lib/qr/qr-login-provider';
 import { createRateLimiters } from '../../lib/qr/rate-limits';
 import { errorHandler } from '../../lib/http';
@@ -209,6 +210,20 @@ describe('GET /sns/oauth2/qrconnect', () => {
     } finally {
       await behindProxy.close();
     }
+  });
+
+  it('checks its confirmation form against the Host it was routed by, while URLs follow a trusted X-Forwarded-Host', async () => {
+    // Without publicUrl: the QR URL may follow the proxy's X-Forwarded-Host, the same-origin check of the form never.
+    const context = { settings: { publicOrigin: undefined } } as unknown as QrProviderContext;
+    const app = express();
+    app.set('trust proxy', 'loopback');
+    app.get('/origins', (req, res) => res.json({ url: providerOrigin(context, req), own: providerOwnOrigin(context, req) }));
+    const res = await request(app)
+      .get('/origins')
+      .set('Host', 'idp.example.test')
+      .set('X-Forwarded-Proto', 'https')
+      .set('X-Forwarded-Host', 'evil.example');
+    expect(res.body).toEqual({ url: 'https://evil.example', own: 'https://idp.example.test' });
   });
 
   it('mints auth_codes of at least 128 random bits, different every time', async () => {
@@ -535,6 +550,29 @@ describe('the web confirmation page (demo phone)', () => {
   it('requires a provider session', async () => {
     const login = await createLogin(idp.url);
     expectProblem(await request(idp.url).get(`/sns/qr-logins/${login.authCode}/confirmation`), 401);
+  });
+
+  it('sends a visitor without a session to loginUrl with the page itself, in full, as return_to', async () => {
+    // The login page resolves a bare path against its redirect policy's home, another site of the domain: a phone
+    // that signed in there would land on that site's 404 instead of back on this page.
+    for (const [loginUrl, publicUrl] of [
+      ['/login', undefined],
+      ['/login?lang=en', 'https://idp.example.test'],
+    ] as const) {
+      const provider = await startProvider(redis.store, { rateLimits: false, loginUrl, ...(publicUrl ? { publicUrl } : {}) });
+      try {
+        const login = await createLogin(provider.url);
+        const path = `/sns/qr-logins/${login.authCode}/confirmation`;
+        const res = await request(provider.url).get(path);
+        expect(res.status).toBe(303);
+        const location = new URL(res.headers.location!, provider.url);
+        expect(location.searchParams.get('return_to')).toBe(`${publicUrl ?? provider.origin}${path}`);
+        expect(location.pathname).toBe('/login');
+        if (publicUrl) expect(location.searchParams.get('lang')).toBe('en');
+      } finally {
+        await provider.close();
+      }
+    }
   });
 
   it('shows the request origin and confirms with one same-origin POST (scan recorded first)', async () => {

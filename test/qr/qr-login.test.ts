@@ -3,6 +3,7 @@ import { createServer, type Server } from 'node:http';
 import express, { type Request } from 'express';
 import request from 'supertest';
 import { errorHandler } from '../../lib/http';
+import { hashAppSecret } from '../../lib/qr/app-registry';
 import { qrLogin, type QrLoginOptions } from '../../lib/qr/qr-login';
 import { ssoSession } from '../../lib/session';
 import { confirmAndCollect, cookiePair, patchStatus, SHOP_REDIRECT, startProvider, type ProviderHarness } from '../helpers/qr-harness';
@@ -157,12 +158,37 @@ describe('full QR login: relying app ↔ provider over real HTTP and Redis', () 
       roles: [],
     });
     expect(me.body.user.id).toBe(`${source}|${me.body.user.subject}`);
+    expect(me.body.user.attributes).not.toHaveProperty('user_id');
     expect(me.body.hasProviderTokens).toBe(true);
     expect(me.body.pending).toBe(0);
 
     const renewed = await user.post('/refresh');
     expect(renewed.status).toBe(200);
     expect(renewed.body).toEqual({ renewed: true });
+  });
+
+  it("keeps the directory's user id, released by a provider to its own app, in the attributes for linkAccount", async () => {
+    const own = await startProvider(
+      redis.store,
+      {
+        rateLimits: false,
+        apps: [
+          { appid: 'shop', secretHash: hashAppSecret(idp.shopSecret), name: 'Shop', redirectUris: [SHOP_REDIRECT], releaseUserId: true },
+        ],
+      },
+      idp,
+    );
+    try {
+      const user = browser(relyingApp({ providerUrl: own.url, secret: own.shopSecret }));
+      const start = await user.get('/login/qr');
+      const callback = await throughProvider(own, start.headers.location as string);
+      expect((await user.get(`/callback/qr${callback.search}`)).status).toBe(302);
+      const me = await user.get('/me', 'application/json');
+      // Still the QR identity: only ssoSession's linkAccount may make it the directory's account.
+      expect(me.body.user).toMatchObject({ source: `qr:${own.url}#shop`, attributes: { user_id: 'alice' } });
+    } finally {
+      await own.close();
+    }
   });
 
   it('keeps the identity when mapUser sets the name and roles', async () => {

@@ -1,6 +1,7 @@
 import express from 'express';
 import request from 'supertest';
 import { errorHandler } from '../../lib/http';
+import { hashAppSecret } from '../../lib/qr/app-registry';
 import { RedisStore } from '../../lib/store';
 import { requireBearer } from '../../lib/tokens/require-bearer';
 import { burst } from '../helpers/parallel-http';
@@ -10,7 +11,9 @@ import {
   createLogin,
   exchange,
   loadJose,
+  ADMIN_REDIRECT,
   qrconnectQuery,
+  SHOP_REDIRECT,
   startProvider,
   USERS,
   type ProviderHarness,
@@ -214,6 +217,34 @@ describe('GET /sns/userinfo', () => {
       privilege: [],
       unionid: expect.any(String),
     });
+  });
+
+  it("releases the directory's user id to an app registered as the provider's own, and to no other", async () => {
+    const apps = [
+      { appid: 'shop', secretHash: hashAppSecret(idp.shopSecret), name: 'Shop', redirectUris: [SHOP_REDIRECT] },
+      {
+        appid: 'admin',
+        secretHash: hashAppSecret(idp.adminSecret),
+        name: 'Admin',
+        redirectUris: [ADMIN_REDIRECT],
+        releaseUserId: true,
+      },
+    ];
+    const own = await startProvider(redis.store, { rateLimits: false, apps }, idp);
+    try {
+      const admin = await exchange(own.url, { appid: 'admin', secret: own.adminSecret, code: await freshCode(own, 'admin') });
+      const shop = await exchange(own.url, { appid: 'shop', secret: own.shopSecret, code: await freshCode(own, 'shop') });
+      expect((await userinfo(admin.body.access_token as string, admin.body.openid as string, own)).body).toMatchObject({
+        openid: admin.body.openid,
+        user_id: 'alice',
+      });
+      const other = await userinfo(shop.body.access_token as string, shop.body.openid as string, own);
+      expect(other.status).toBe(200);
+      expect(other.body).not.toHaveProperty('user_id');
+      expect(JSON.stringify(other.body)).not.toContain('alice');
+    } finally {
+      await own.close();
+    }
   });
 
   it('accepts the token in the Authorization header', async () => {

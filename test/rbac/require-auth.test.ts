@@ -21,7 +21,7 @@ describe('requireAuth({ bearer, session })', () => {
 
   const mint = (subject: string, overrides: { audience?: string } = {}) =>
     new jose.SignJWT({})
-      .setProtectedHeader({ alg: 'HS256' })
+      .setProtectedHeader({ alg: 'HS256', typ: 'at+jwt' })
       .setIssuer(ISSUER)
       .setAudience(overrides.audience ?? AUDIENCE)
       .setSubject(subject)

@@ -66,7 +66,7 @@ describe('requireBearer when the JWKS endpoint fails', () => {
     jwks = await startJwksServer([{ ...(await exportJWK(publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' }]);
     mint = (subject) =>
       new SignJWT({})
-        .setProtectedHeader({ alg: 'RS256', kid: 'k1' })
+        .setProtectedHeader({ alg: 'RS256', kid: 'k1', typ: 'at+jwt' })
         .setIssuer(jwks.issuer)
         .setAudience('api')
         .setSubject(subject)

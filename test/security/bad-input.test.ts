@@ -142,7 +142,7 @@ const onExpress5 = process.env.SSO_KIT_EXPECTED_EXPRESS_MAJOR !== '4';
     const { key, issuer, audience } = apiTokenSettings(demo.config);
     const { SignJWT } = await import('jose');
     const token = await new SignJWT({})
-      .setProtectedHeader({ alg: 'HS256' })
+      .setProtectedHeader({ alg: 'HS256', typ: 'at+jwt' })
       .setSubject('alice')
       .setIssuer(issuer)
       .setAudience(audience)

@@ -1,17 +1,20 @@
 import { randomBytes } from 'node:crypto';
 import { BACKCHANNEL_LOGOUT_EVENT } from '../../lib/oidc';
 import { RedisStore } from '../../lib/store';
+import { pinoSink, redisStreamSink, securityEvents, type SecurityEvent, type SecurityEvents } from '../../lib/events';
 import { TestUserAgent, type UserAgentResponse } from '../helpers/http-user-agent';
 import { loadJose } from '../helpers/jose-tokens';
 import { startKitApp, type KitApp } from '../helpers/kit-app';
 import { captureLogs, type LogCapture } from '../helpers/log-capture';
-import { keysByPrefix, startPrivateRedis, testPrefix, type PrivateRedis } from '../helpers/redis';
+import { keysByPrefix, startPrivateRedis, testPrefix, testRedisStore, type PrivateRedis } from '../helpers/redis';
 
 /**
  * Every log line of a whole journey through the wired kit — password, OIDC and QR logins, Bearer and Basic calls,
  * refreshes, logouts, failures of each, and a Redis outage — captured from console, stdout/stderr and every
  * `DEBUG=express-sso-kit:*` channel, and searched for every secret the journey used or was handed: passwords,
- * client and app secrets, cookies and session ids, states, codes, auth_codes and tokens.
+ * client and app secrets, cookies and session ids, states, codes, auth_codes and tokens. The kit records its
+ * security events meanwhile, as JSON lines on stderr, in a Redis stream and through a hook: every event of the
+ * journey is searched too.
  */
 describe('no log line contains a code, token, state, cookie, password or secret', () => {
   let redis: PrivateRedis;
@@ -19,6 +22,9 @@ describe('no log line contains a code, token, state, cookie, password or secret'
   let kit: KitApp;
   let logs: LogCapture;
   let prefix: string;
+  let events: SecurityEvents;
+  let streams: Awaited<ReturnType<typeof testRedisStore>>;
+  const recorded: SecurityEvent[] = [];
   const secrets = new Map<string, string>();
   const browser = new TestUserAgent();
 
@@ -66,7 +72,13 @@ describe('no log line contains a code, token, state, cookie, password or secret'
     store = new RedisStore(redis.url, { prefix });
     // Capture from before start-up: warnings at start-up count too.
     logs = captureLogs();
-    kit = await startKitApp(store);
+    // The streams live on another Redis than the kit's, which the outage below stops.
+    streams = await testRedisStore('log-secrets-events');
+    events = securityEvents({
+      app: 'kit',
+      sinks: [pinoSink({ destination: process.stderr }), redisStreamSink({ store: streams.store }), (event) => void recorded.push(event)],
+    });
+    kit = await startKitApp(store, events);
     const { passwords, ...configured } = kit.secrets;
     for (const [name, value] of Object.entries(configured)) remember(name, value);
     for (const [user, password] of Object.entries(passwords)) remember(`password of ${user}`, password);
@@ -74,6 +86,8 @@ describe('no log line contains a code, token, state, cookie, password or secret'
 
   afterAll(async () => {
     logs?.stop();
+    await events?.close();
+    await streams?.cleanup();
     await kit?.close();
     await store?.close();
     await redis?.stop();
@@ -243,7 +257,12 @@ describe('no log line contains a code, token, state, cookie, password or secret'
     } finally {
       await redis.start();
     }
-    expect(logs.containing('[express-sso-kit] 503 store_unavailable GET /sns/qr-logins/[redacted]/events')).toHaveLength(1);
+    // The 503 is the error handler's line, now a security event (the kit's events are on): time, request id, path.
+    await events.flush();
+    const outages = recorded.filter((event) => event.type === 'store.unavailable' && event.path === '/sns/qr-logins/[redacted]/events');
+    expect(outages).toHaveLength(1);
+    expect(outages[0]).toMatchObject({ requestId: expect.any(String), time: expect.any(String), status: 503 });
+    expect(logs.containing('"type":"store.unavailable"').length).toBeGreaterThanOrEqual(1);
   });
 
   it('logout and logout everywhere', async () => {
@@ -257,12 +276,43 @@ describe('no log line contains a code, token, state, cookie, password or secret'
     expect((await browser.request(`${kit.auth.origin}/logout`, { method: 'POST', ...withOrigin() })).status).toBeLessThan(400);
   });
 
-  it('no captured line contains any of them', () => {
+  it('no captured line and no security event contains any of them', async () => {
     // The capture saw the journey: debug lines of several areas and the outage's error lines.
     const areas = new Set(logs.debugLines().map((line) => /express-sso-kit:(\w+)/.exec(line)?.[1]));
     expect(areas.size).toBeGreaterThanOrEqual(3);
-    expect(logs.containing('[express-sso-kit] 503').length).toBeGreaterThan(0);
+    expect(logs.containing('"status":503').length).toBeGreaterThan(0);
     expect(secrets.size).toBeGreaterThan(40);
+
+    // The events saw the journey too: every kind of decision it went through (Basic checks among the sign-ins,
+    // the token without roles as a denied permission), each written to all three sinks.
+    await events.flush();
+    const types = new Set(recorded.map((event) => event.type));
+    expect(recorded.filter((event) => event.method === 'basic').map((event) => event.type)).toEqual(['signin.succeeded', 'signin.failed']);
+    for (const type of [
+      'signin.failed',
+      'signin.succeeded',
+      'session.created',
+      'session.ended',
+      'token.refused',
+      'refresh_token.reused',
+      'qr.scanned',
+      'qr.confirmed',
+      'store.unavailable',
+      'access.denied',
+    ]) {
+      expect(types).toContain(type);
+    }
+    const streamed = await streams.client.xrange(`${streams.prefix}events:all`, '-', '+');
+    expect(streamed).toHaveLength(recorded.length);
+    const eventTexts = [
+      ...recorded.map((event) => ({ source: 'event hook', text: JSON.stringify(event) })),
+      ...streamed.map(([, fields]) => ({ source: 'event stream', text: fields.join(' ') })),
+    ];
+    for (const { source, text } of eventTexts) {
+      for (const [secret, label] of secrets) {
+        if (text.includes(secret)) throw new Error(`${label} in ${source}: ${text.split(secret).join(`<${label}>`).slice(0, 300)}`);
+      }
+    }
 
     const leaks: string[] = [];
     for (const line of logs.lines) {

@@ -187,7 +187,7 @@ describe('a random-kid storm against an API trusting an identity provider’s JW
     const jose = await loadJose();
     const now = nowSeconds();
     return new jose.SignJWT({ iss: idp, aud: 'shop-api', sub: 'alice', iat: now, exp: now + 600, scope: 'orders:read' })
-      .setProtectedHeader({ alg: 'RS256', kid })
+      .setProtectedHeader({ alg: 'RS256', kid, typ: 'at+jwt' })
       .sign(key.privateKey);
   };
 
@@ -211,7 +211,8 @@ describe('a random-kid storm against an API trusting an identity provider’s JW
   /** A forged token with a fresh random kid (the signature is a real one, of another header). */
   async function randomKidForger(): Promise<() => string> {
     const [, payload, signature] = (await mint(current, 'placeholder')).split('.');
-    return () => `${b64url(JSON.stringify({ alg: 'RS256', kid: randomBytes(12).toString('base64url') }))}.${payload}.${signature}`;
+    return () =>
+      `${b64url(JSON.stringify({ alg: 'RS256', kid: randomBytes(12).toString('base64url'), typ: 'at+jwt' }))}.${payload}.${signature}`;
   }
 
   it('1,000 requests with random kids make the API fetch the key set at most twice', async () => {

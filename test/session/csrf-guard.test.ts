@@ -103,6 +103,21 @@ describe('csrfGuard middleware', () => {
     expectProblem(await post().set('Cookie', 'theme=dark'), 403, 'csrf_origin');
   });
 
+  it('takes its own origin from the Host it was routed by: an X-Forwarded-Host naming the sender changes nothing', async () => {
+    // The peer is loopback, which `trust proxy` trusts; the header could still come from a client through a proxy.
+    expectProblem(
+      await post().set('Cookie', 'theme=dark').set('Origin', 'https://evil.test').set('X-Forwarded-Host', 'evil.test'),
+      403,
+      'csrf_origin',
+    );
+    // A proxy that sets X-Forwarded-Host to the Host it routed by changes nothing either.
+    const proxied = post()
+      .set('Cookie', 'theme=dark')
+      .set('Origin', 'https://shop.example.test')
+      .set('X-Forwarded-Host', 'shop.example.test');
+    expect((await proxied).status).toBe(201);
+  });
+
   it('lets a POST without any cookie pass (no ambient authority to abuse)', async () => {
     expect((await post().set('Origin', 'https://evil.test')).status).toBe(201);
   });
@@ -156,6 +171,11 @@ describe('the CSRF rule where the session cookie authenticates (ssoSession)', ()
 
   it('accepts the sibling once ssoSession lists it in csrf.allowedOrigins', async () => {
     expect((await order(lenient.server).set('Origin', 'https://admin.example.test').set('Sec-Fetch-Site', 'same-site')).status).toBe(201);
+  });
+
+  it('refuses a logged-in POST whose forged X-Forwarded-Host names the sending origin', async () => {
+    const forged = order(shop.server).set('Origin', 'https://evil.example.test').set('X-Forwarded-Host', 'evil.example.test');
+    expectProblem(await forged.set('Sec-Fetch-Site', 'same-site'), 403, 'csrf_origin');
   });
 
   it('refuses a logged-in POST without Origin or Referer', async () => {

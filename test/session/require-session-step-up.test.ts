@@ -16,6 +16,9 @@ describe('requireSession({ acr, maxAgeSeconds }): step-up per route', () => {
       routes: (app) => {
         app.get('/admin', requireSession({ acr: '2fa', maxAgeSeconds: 300 }), (req, res) => res.json({ id: req.user!.id }));
         app.post('/admin/payouts', requireSession({ acr: '2fa', maxAgeSeconds: 300 }), (_req, res) => res.status(201).end());
+        // The same app answering as the portal (auth.example.test): the origin of the step-up page.
+        app.post('/sessions/revocations', requireSession({ acr: '2fa', maxAgeSeconds: 300 }), (_req, res) => res.status(204).end());
+        app.get('/kept', (req, res) => res.json(req.session.stepUpResume ?? null));
         app.get('/vault', requireSession({ acr: 'phr' }), (_req, res) => res.end('vault'));
         app.get('/fresh', requireSession({ maxAgeSeconds: 60, stepUpUrl: 'https://auth.example.test/reauth?ui=1' }), (_req, res) =>
           res.end('fresh'),
@@ -68,7 +71,55 @@ describe('requireSession({ acr, maxAgeSeconds }): step-up per route', () => {
     expect(`${location.origin}${location.pathname}`).toBe('https://auth.example.test/step-up');
     expect(location.searchParams.get('return_to')).toBe(page);
     expect(location.searchParams.get('acr')).toBe('2fa');
+    // Posted to another origin than the step-up page's: the portal could not send it on, so nothing is kept.
+    expect(location.searchParams.has('resume')).toBe(false);
+    expect((await via(shop.server, 'shop.example.test', 'get', '/kept', cookie)).body).toBeNull();
     expect(res.headers['cache-control']).toBe('no-store');
+  });
+
+  /** "Revoke" posted from the portal's sessions page, as a browser posts a form. */
+  const revokeFromSessionsPage = (cookie: string) =>
+    via(shop.server, 'auth.example.test', 'post', '/sessions/revocations', cookie)
+      .set('Accept', BROWSER_ACCEPT)
+      .set('Referer', 'https://auth.example.test/sessions');
+
+  it("keeps a small form posted to the step-up page's own origin in the session, once, and names it in resume", async () => {
+    const cookie = await login();
+    const post = (session: string) => revokeFromSessionsPage(cookie).type('form').send({ session });
+    const res = await post('handle-1');
+    expect(res.status).toBe(303);
+    const location = new URL(res.headers.location!);
+    expect(`${location.origin}${location.pathname}`).toBe('https://auth.example.test/step-up');
+    expect(location.searchParams.get('return_to')).toBe('https://auth.example.test/sessions');
+    const resume = location.searchParams.get('resume')!;
+    expect(resume).toMatch(/^[A-Za-z0-9_-]{20,}$/);
+    const kept = (await via(shop.server, 'auth.example.test', 'get', '/kept', cookie)).body;
+    expect(kept).toEqual({
+      id: resume,
+      action: 'https://auth.example.test/sessions/revocations',
+      fields: [['session', 'handle-1']],
+      createdAt: expect.any(Number),
+    });
+    // A newer form replaces it: one waits at a time.
+    const second = new URL((await post('handle-2')).headers.location!).searchParams.get('resume');
+    expect(second).not.toBe(resume);
+    expect((await via(shop.server, 'auth.example.test', 'get', '/kept', cookie)).body).toMatchObject({
+      id: second,
+      fields: [['session', 'handle-2']],
+    });
+  });
+
+  it('keeps nothing of a form that is not a small urlencoded one, and still sends the browser through the step-up page', async () => {
+    const cookie = await login();
+    const big = await revokeFromSessionsPage(cookie)
+      .type('form')
+      .send({ session: 'x'.repeat(10_000) });
+    expect(big.status).toBe(303);
+    expect(new URL(big.headers.location!).searchParams.has('resume')).toBe(false);
+    const multipart = await revokeFromSessionsPage(cookie).field('session', 'h');
+    expect(multipart.status).toBe(303);
+    expect(new URL(multipart.headers.location!).searchParams.has('resume')).toBe(false);
+    expect((await via(shop.server, 'auth.example.test', 'get', '/kept', cookie)).body).toBeNull();
   });
 
   it('answers a form whose page is not a safe redirect target 401, never sending the browser there', async () => {

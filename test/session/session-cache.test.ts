@@ -4,7 +4,7 @@ import { ssoSession } from '../../lib/session';
 import { SessionCache } from '../../lib/session/session-cache';
 import { MemoryStore, RedisStore } from '../../lib/store';
 import { invalidationClientIds, startCachedApp, until, type CachedApp } from '../helpers/cached-session-apps';
-import { deleteByPrefix, testPrefix } from '../helpers/redis';
+import { deleteByPrefix, startPrivateRedis, testPrefix, type PrivateRedis } from '../helpers/redis';
 import { SESSION_COOKIE, TEST_SECRET, userId } from '../helpers/sso-apps';
 import { plainRequest } from '../helpers/sso-load-apps';
 
@@ -166,6 +166,66 @@ describe('ssoSession({ cache }): sessions cached per process, kept coherent by R
     expect((shop.sso.cache as SessionCache).lookup(sessionKey(prefix, first!))).toBeDefined();
     expect((shop.sso.cache as SessionCache).lookup(sessionKey(prefix, second!))).toBeUndefined();
     expect((shop.sso.cache as SessionCache).lookup(sessionKey(prefix, third!))).toBeDefined();
+  });
+});
+
+describe('ssoSession({ cache }) while its invalidation connection is down', () => {
+  const agent = new Agent({ keepAlive: true });
+  let redis: PrivateRedis;
+  let admin: Redis;
+  let auth: CachedApp;
+  let shop: CachedApp;
+  const prefix = testPrefix('session-cache-outage');
+
+  const request = (app: CachedApp, method: string, path: string, cookie?: string) =>
+    plainRequest(agent, method, `${app.url}${path}`, app.host, cookie);
+
+  beforeAll(async () => {
+    // A private Redis: the outage is made with an ACL rule and CLIENT KILL, which must touch no one else's connections.
+    redis = await startPrivateRedis();
+    admin = new Redis(redis.url);
+    // The portal keeps no cache: what it revokes, the shop can only learn from Redis.
+    auth = await startCachedApp(new RedisStore(redis.url, { prefix }), 'auth.example.test', undefined);
+    shop = await startCachedApp(new RedisStore(redis.url, { prefix }), 'shop.example.test', { maxAgeSeconds: 600 });
+    await until(() => shop.sso.cache!.ready, 10_000, 'the cache tracking');
+  });
+
+  afterAll(async () => {
+    agent.destroy();
+    await auth?.close();
+    await shop?.close();
+    await admin?.quit();
+    await redis?.stop();
+  });
+
+  it('reads every session from Redis, so a session revoked during the outage is refused at once, and is coherent again after', async () => {
+    // The invalidation connection drops, and its reconnections cannot turn tracking on again (the other connections
+    // of the app, which never track, keep working): the outage lasts until the rule is lifted.
+    await admin.call('ACL', 'SETUSER', 'default', '-client|tracking');
+    for (const id of await invalidationClientIds(admin)) await admin.client('KILL', 'ID', id);
+    const refusedTracking = async () => String(await admin.call('ACL', 'LOG')).includes('client|tracking');
+    await until(refusedTracking, 10_000, 'a reconnection refused tracking');
+
+    for (const subject of ['oliver', 'paula', 'quinn']) {
+      const login = await request(auth, 'POST', `/login/${subject}`);
+      const cookie = (login.headers['set-cookie'] ?? []).find((line) => line.startsWith(`${SESSION_COOKIE}=`))!.split(';')[0]!;
+      // Read twice during the outage: a cache that filled again while blind would now hold this session.
+      expect((await request(shop, 'GET', '/me', cookie)).status).toBe(200);
+      expect((await request(shop, 'GET', '/me', cookie)).status).toBe(200);
+      expect({ subject, cached: shop.sso.cache!.size }).toEqual({ subject, cached: 0 });
+      expect(await auth.sso.manager.logoutEverywhere(userId(subject))).toBe(1);
+      expect({ subject, status: (await request(shop, 'GET', '/me', cookie)).status }).toEqual({ subject, status: 401 });
+    }
+
+    // The outage ends: the cache is used again, and kept coherent again.
+    await admin.call('ACL', 'SETUSER', 'default', '+client|tracking');
+    await until(() => shop.sso.cache!.ready, 10_000, 'the invalidation connection coming back');
+    const login = await request(auth, 'POST', '/login/rachel');
+    const cookie = (login.headers['set-cookie'] ?? []).find((line) => line.startsWith(`${SESSION_COOKIE}=`))!.split(';')[0]!;
+    expect((await request(shop, 'GET', '/me', cookie)).status).toBe(200);
+    expect(shop.sso.cache!.size).toBe(1);
+    expect(await auth.sso.manager.logoutEverywhere(userId('rachel'))).toBe(1);
+    await until(async () => (await request(shop, 'GET', '/me', cookie)).status === 401, 5_000, 'the shop refusing');
   });
 });
 

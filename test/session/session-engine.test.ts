@@ -1,5 +1,6 @@
 import { createSecretKey } from 'node:crypto';
 import request from 'supertest';
+import { expectRandomTokens } from '../helpers/randomness';
 import { testRedisStore } from '../helpers/redis';
 import { forgeSessionCookie } from '../helpers/session-cookies';
 import { loginAs, sessionCookieOf, sessionIdOf, ssoOptions, startSsoApp, TEST_SECRET, userId, via } from '../helpers/sso-apps';
@@ -82,6 +83,13 @@ describe('the session engine in an app', () => {
     const res = await via(shop.server, 'shop.example.test', 'get', '/stream', cookie);
     expect(res.text).toBe('part one;part two');
     expect((await via(shop.server, 'shop.example.test', 'get', '/transaction', cookie)).body).toEqual({ streamed: 'yes' });
+  });
+
+  it('gives every login a session id of at least 128 bits from the CSPRNG: 256 logins, 256 distinct ids, no bit predictable', async () => {
+    // ASVS 7.2.3. The engine draws 24 bytes (192 bits) of randomToken, which reads the operating system's CSPRNG.
+    const ids: string[] = [];
+    for (let i = 0; i < 256; i += 1) ids.push(sessionIdOf(await loginAs(shop.server, 'shop.example.test', { id: `many-${i % 4}` })));
+    expectRandomTokens(ids, 128);
   });
 
   it('does not offer the Secure cookie on what Express sees as plain http', async () => {

@@ -14,7 +14,7 @@ import {
   userId,
   via,
 } from '../helpers/sso-apps';
-import { MemoryStore, ssoSession, type RedisStore, type SsoSessionOptions } from '../../lib';
+import { MemoryStore, notFound, requireSession, ssoSession, type RedisStore, type SsoSessionOptions } from '../../lib';
 
 describe('ssoSession across subdomains', () => {
   let redis: Awaited<ReturnType<typeof testRedisStore>>;
@@ -109,6 +109,31 @@ describe('ssoSession across subdomains', () => {
     const stored = JSON.parse((await redis.client.get(key))!);
     expect(stored.user).toMatchObject({ id: userId('gina'), source: TEST_SOURCE, subject: 'gina', method: 'password' });
     expect(stored.meta).toMatchObject({ createdAt: expect.any(Number), lastSeenAt: expect.any(Number), userAgent: expect.any(String) });
+  });
+
+  it('refuses a path with a malformed percent-escape with 400 malformed_uri, before a gate could send it to log in', async () => {
+    // A site gated as a whole: without the refusal, an anonymous request would get 401 (a browser, a login redirect
+    // carrying the malformed address as the page to come back to).
+    const gated = await startSsoApp(ssoSession(ssoOptions({ store: redis.store })), {
+      routes: (app) => app.use(requireSession(), notFound()),
+    });
+    try {
+      const cookie = await loginAs(shop.server, 'shop.example.test', { id: 'ivy' });
+      for (const path of ['/%E0%A4%A', '/me%ZZ', '/orders/%']) {
+        for (const withCookie of [undefined, cookie]) {
+          const res = await via(gated.server, 'shop.example.test', 'get', path, withCookie).set('Accept', 'application/json');
+          expectProblem(res, 400, 'malformed_uri');
+          expect(res.headers['set-cookie']).toBeUndefined();
+        }
+      }
+      expectProblem(
+        await via(gated.server, 'shop.example.test', 'get', '/elsewhere').set('Accept', 'application/json'),
+        401,
+        'session_required',
+      );
+    } finally {
+      await gated.close();
+    }
   });
 
   it('sets req.user on public routes for a logged-in browser', async () => {

@@ -80,7 +80,7 @@ async function mint(
     scope: 'orders:read orders:write',
     ...claims,
   })
-    .setProtectedHeader({ alg, kid: 'k1', ...header } as never)
+    .setProtectedHeader({ alg, kid: 'k1', typ: 'at+jwt', ...header } as never)
     .sign(key);
 }
 
@@ -134,6 +134,55 @@ describe('requireBearer accepts valid tokens', () => {
     const token = await mint(createSecretKey(secret), 'HS256');
     await request(server).get('/api').set('Authorization', `bearer ${token}`).expect(200);
     await request(server).get('/api').set('Authorization', `BEARER ${token}`).expect(200);
+  });
+});
+
+describe('requireBearer checks the typ of access tokens (RFC 9068 §4, ASVS 9.2.2)', () => {
+  const pair = ecPair();
+  const keys = new KeySet([{ kid: 'k1', alg: 'ES256', publicKey: pair.publicKey }]);
+  const typed = (typ: string | undefined) => mint(pair.privateKey, 'ES256', {}, { typ });
+
+  it('accepts at+jwt in any case, with or without application/, by default', async () => {
+    const server = await serve({ keys, algorithms: ['ES256'], issuer, audience });
+    for (const typ of ['at+jwt', 'application/at+jwt', 'AT+JWT'])
+      await request(server)
+        .get('/api')
+        .set(bearer(await typed(typ)))
+        .expect(200);
+  });
+
+  it('refuses by default a token typed JWT, an ID or logout token, and one without typ', async () => {
+    const server = await serve({ keys, algorithms: ['ES256'], issuer, audience });
+    for (const typ of ['JWT', 'logout+jwt', undefined]) {
+      expectProblem(
+        await request(server)
+          .get('/api')
+          .set(bearer(await typed(typ))),
+        401,
+        'invalid_token',
+      );
+    }
+  });
+
+  it('takes another typ for an issuer that types its access tokens otherwise, and false for one that sends none', async () => {
+    const jwtTyped = await serve({ keys, algorithms: ['ES256'], issuer, audience, typ: 'JWT' });
+    await request(jwtTyped)
+      .get('/api')
+      .set(bearer(await typed('JWT')))
+      .expect(200);
+    expectProblem(
+      await request(jwtTyped)
+        .get('/api')
+        .set(bearer(await typed('at+jwt'))),
+      401,
+      'invalid_token',
+    );
+    const unchecked = await serve({ keys, algorithms: ['ES256'], issuer, audience, typ: false });
+    await request(unchecked)
+      .get('/api')
+      .set(bearer(await typed(undefined)))
+      .expect(200);
+    expect(() => requireBearer({ keys, algorithms: ['ES256'], issuer, audience, typ: true as never })).toThrow(/typ must be/);
   });
 });
 

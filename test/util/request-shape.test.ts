@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { prepareForProperties } from '../../lib/util/request-shape';
+import { prepareForProperties, PROPERTY_ADDITIONS_COPY_LAYOUT, turnIntoDictionaries } from '../../lib/util/request-shape';
 
 interface Shapes {
   request: boolean;
@@ -32,12 +32,21 @@ async function probe(): Promise<ProbeReport> {
   return JSON.parse(stdout) as ProbeReport;
 }
 
+const nodeMajor = Number(process.versions.node.split('.')[0]);
+/** Whether the kit's middlewares leave the objects as dictionaries: only on Node 22, where that pays. */
+const prepared = nodeMajor < 24;
+
 describe('prepareForProperties', () => {
+  it('takes the step on Node 22 only: from Node 24 on, adding properties is cheap without it', () => {
+    expect(PROPERTY_ADDITIONS_COPY_LAYOUT).toBe(prepared);
+  });
+
   it('keeps req.res and res.req, their values and attributes, and the other properties', () => {
     const res: Record<string, unknown> = { statusCode: 200 };
     const req: Record<string, unknown> = { url: '/', res };
     res.req = req;
     const before = { req: Object.getOwnPropertyDescriptors(req), res: Object.getOwnPropertyDescriptors(res) };
+    turnIntoDictionaries(req, res);
     prepareForProperties(req, res);
     expect(Object.getOwnPropertyDescriptors(req)).toEqual(before.req);
     expect(Object.getOwnPropertyDescriptors(res)).toEqual(before.res);
@@ -49,8 +58,8 @@ describe('prepareForProperties', () => {
     const bare = {};
     const readOnly = Object.defineProperty({}, 'res', { value: 1, enumerable: true, configurable: true, writable: false });
     const inherited = Object.create({ req: 1 }) as object;
-    prepareForProperties(bare, inherited);
-    prepareForProperties(readOnly, {});
+    turnIntoDictionaries(bare, inherited);
+    turnIntoDictionaries(readOnly, {});
     expect(Object.getOwnPropertyNames(bare)).toEqual([]);
     expect(Object.getOwnPropertyNames(inherited)).toEqual([]);
     expect(Object.getOwnPropertyDescriptor(readOnly, 'res')).toEqual({ value: 1, enumerable: true, configurable: true, writable: false });
@@ -68,21 +77,24 @@ describe('V8 on requests through Express and the kit', () => {
     expect(report.plainObjectIsFast).toBe(true);
   });
 
-  it('bare Express leaves the request and response shared; preparingMiddleware turns both into dictionaries', () => {
+  // On Node 22 the objects must end up as dictionaries; from Node 24 on they must be left with their fast layout.
+  const shape = { request: !prepared, response: !prepared };
+
+  it('bare Express leaves the request and response shared; preparingMiddleware turns both into dictionaries on Node 22 only', () => {
     expect(report.shapes.bare).toEqual([{ request: true, response: true }]);
-    expect(report.shapes.preparingMiddleware).toEqual([{ request: false, response: false }]);
+    expect(report.shapes.preparingMiddleware).toEqual([shape]);
   });
 
-  it('ssoSession prepares the request before adding its properties', () => {
-    expect(report.shapes.ssoSession).toEqual([{ request: false, response: false }]);
+  it('ssoSession prepares the request before adding its properties on Node 22, and leaves it fast from Node 24 on', () => {
+    expect(report.shapes.ssoSession).toEqual([shape]);
   });
 
-  it('requireBearer prepares it too, also when it refuses', () => {
-    expect(report.shapes.requireBearer).toEqual([{ request: false, response: false }]);
+  it('requireBearer does the same, also when it refuses', () => {
+    expect(report.shapes.requireBearer).toEqual([shape]);
   });
 
-  it('qrLoginProvider prepares every request on its paths, and leaves the other requests of the app as they came', () => {
-    expect(report.shapes.qrLoginProvider).toEqual([{ request: false, response: false }]);
+  it('qrLoginProvider does the same on its paths, and leaves the other requests of the app as they came', () => {
+    expect(report.shapes.qrLoginProvider).toEqual([shape]);
     expect(report.shapes.qrLoginProviderElsewhere).toEqual([{ request: true, response: true }]);
   });
 });

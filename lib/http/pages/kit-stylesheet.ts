@@ -58,6 +58,7 @@ button.deny:hover { background: #000; }
 .sessions .facts { margin: 0.15rem 0 0; color: var(--muted); font-size: 0.92rem; }
 .badge { display: inline-block; margin-left: 0.4rem; padding: 0 0.5rem; border-radius: 999px; background: #dbeafe; color: var(--brand-dark);
   font-size: 0.8rem; font-weight: 600; vertical-align: 0.1em; }
+.badge.failed { background: #fee2e2; color: #7f1d1d; }
 .qr-frame { margin: 1.25rem auto; width: fit-content; padding: 0.75rem; background: #fff; border: 1px solid var(--line); border-radius: 0.75rem; }
 .qr-frame svg { display: block; width: min(260px, 70vw); height: auto; }
 .steps { margin: 0 0 1rem; padding-left: 1.25rem; }
@@ -78,6 +79,8 @@ button.deny:hover { background: #000; }
 .request dd { margin: 0; font-weight: 600; overflow-wrap: anywhere; }
 .decision { display: grid; grid-template-columns: 1fr 1fr; gap: 0.75rem; margin-top: 1.25rem; }
 .decision form { margin: 0; }
+.actions { display: flex; flex-wrap: wrap; gap: 0.75rem; margin-bottom: 0.75rem; }
+.actions form { margin: 0; }
 .decision button { width: 100%; min-height: 3.25rem; font-size: 1.05rem; }
 .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
 [hidden] { display: none !important; }
