@@ -83,6 +83,13 @@ export class SessionCache<T = unknown> implements TrackerEvents, SsoSessionCache
   private inFlight = 0;
   private closed = false;
   private readonly onTopologyChange = () => this.syncClusterTrackers();
+  /** Hits waiting for the invalidations already received to be applied (see afterPendingInvalidations). */
+  private waiting: Array<() => void> = [];
+  private readonly runWaiting = (): void => {
+    const waiting = this.waiting;
+    this.waiting = [];
+    for (const then of waiting) then();
+  };
 
   constructor(
     private readonly client: RedisClient,
@@ -125,6 +132,22 @@ export class SessionCache<T = unknown> implements TrackerEvents, SsoSessionCache
     this.entries.delete(key);
     this.entries.set(key, entry);
     return entry.value;
+  }
+
+  /**
+   * Runs `then` once the invalidation messages that had reached this process when it was called are applied: after
+   * the event loop's next poll for I/O, in one `setImmediate` for every caller of the same turn. A hit is only
+   * answered then. Decided at once, it could serve a session that another process ended a moment ago, its
+   * invalidation already waiting unread on the tracking connection while this request was read first.
+   */
+  afterPendingInvalidations(then: () => void): void {
+    this.waiting.push(then);
+    if (this.waiting.length === 1) setImmediate(this.runWaiting);
+  }
+
+  /** True when `value` is still what is cached for `key` (a lookup that does not count as a use). */
+  holds(key: string, value: T): boolean {
+    return this.entries.get(key)?.value === value && this.ready;
   }
 
   /** Marks the start of a read of `key` from Redis; pass the ticket to {@link finishRead}. */

@@ -19,8 +19,12 @@ export interface LoadedSession {
 export interface EngineStore extends session.Store {
   /** Reads a live session (expired ones read as null and are deleted). */
   loadLive(sessionId: string, req?: Request): Promise<LoadedSession | null>;
-  /** A live session this process holds in memory (the session cache), else undefined: then call `loadLive`. */
-  loadCached?(sessionId: string): LoadedSession | undefined;
+  /**
+   * A live session this process holds in memory (the session cache). False when there is none: then call
+   * `loadLive`. True when there is one: `then` gets it once the invalidations that had already reached the process
+   * are applied, or undefined when one of them ended it (then call `loadLive`).
+   */
+  loadCached?(sessionId: string, then: (loaded: LoadedSession | undefined) => void): boolean;
 }
 
 const SAVED_TEXT = Symbol('express-sso-kit.savedText');
@@ -144,11 +148,14 @@ function hasData(data: object): boolean {
 /** A request's session, loaded in one or two steps (see {@link createSessionEngine}). */
 export interface SessionEngine {
   /**
-   * Reads the cookie and settles the session at once when it can: no usable cookie (a new, empty session) or a
-   * session this process has cached. Returns undefined then; otherwise the cookie's session id, for {@link load}.
+   * Reads the cookie and settles the session at once when there is no usable cookie (a new, empty session): returns
+   * undefined then; otherwise the cookie's session id, for {@link load}.
    */
   begin(req: Request, res: Response): string | undefined;
-  /** Loads the session `begin` could not settle from the store; `next` gets the store's error, if any. */
+  /**
+   * Loads the session `begin` could not settle, from the session cache or the store; `next` gets the store's error,
+   * if any.
+   */
   load(req: Request, res: Response, cookieId: string, next: (err?: unknown) => void): void;
 }
 
@@ -292,25 +299,36 @@ export function createSessionEngine(settings: SessionEngineSettings): SessionEng
         return undefined;
       }
       req.sessionID = cookieId;
-      const cached = store.loadCached?.(cookieId);
-      if (cached === undefined) return cookieId;
-      deferSession(req, cached);
-      return undefined;
+      return cookieId;
     },
     load(req: Request, res: Response, cookieId: string, next: (err?: unknown) => void): void {
-      store.loadLive(cookieId, req).then(
-        (loaded) => {
-          if (loaded === null) {
-            debug('session cookie %s names no live session (ended, expired or unknown)', cookie.name);
-            generate(req);
-            watchEnd(req, res, cookieId);
-          } else {
-            deferSession(req, loaded);
+      const fromCache =
+        store.loadCached !== undefined &&
+        store.loadCached(cookieId, (cached) => {
+          if (cached === undefined) {
+            loadLive(req, res, cookieId, next);
+            return;
           }
+          deferSession(req, cached);
           next();
-        },
-        (error: unknown) => next(error),
-      );
+        });
+      if (!fromCache) loadLive(req, res, cookieId, next);
     },
   };
+
+  function loadLive(req: Request, res: Response, cookieId: string, next: (err?: unknown) => void): void {
+    store.loadLive(cookieId, req).then(
+      (loaded) => {
+        if (loaded === null) {
+          debug('session cookie %s names no live session (ended, expired or unknown)', cookie.name);
+          generate(req);
+          watchEnd(req, res, cookieId);
+        } else {
+          deferSession(req, loaded);
+        }
+        next();
+      },
+      (error: unknown) => next(error),
+    );
+  }
 }

@@ -43,7 +43,7 @@ export function createSessionReader(runtime: SsoRuntime, keys: readonly KeyObjec
       if (raw === undefined || raw === AMBIGUOUS_COOKIE) return undefined;
       const sessionId = unsignSessionId(decodeCookieValue(raw), keys);
       if (sessionId === undefined) return undefined;
-      const loaded = store.loadCached?.(sessionId) ?? (await store.loadLive(sessionId, req));
+      const loaded = await store.loadLive(sessionId, req);
       if (loaded === null || loaded.data.user === undefined) return undefined;
       const now = Date.now();
       const verdict = judgeSession(loaded.data.meta, now, runtime.limits);

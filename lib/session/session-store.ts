@@ -257,12 +257,22 @@ export class SsoRedisSessionStore extends ConnectRedisStore implements EngineSto
       redis.defineCommand('ssoSessionCompareAndSet', { numberOfKeys: 1, lua: SESSION_COMPARE_AND_SET });
   }
 
-  loadCached(sessionId: string): LoadedSession | undefined {
-    const cached = this.cache?.lookup(this.prefix + sessionId);
+  loadCached(sessionId: string, then: (loaded: LoadedSession | undefined) => void): boolean {
+    const cache = this.cache;
+    if (cache === undefined) return false;
+    const key = this.prefix + sessionId;
+    const cached = cache.lookup(key);
     // An expired one is left to loadLive, which deletes it.
-    if (cached === undefined || judgeSession(cached.data.meta, Date.now(), this.hooks.limits) === 'expired') return undefined;
-    this.cacheHits += 1;
-    return cached;
+    if (cached === undefined || judgeSession(cached.data.meta, Date.now(), this.hooks.limits) === 'expired') return false;
+    cache.afterPendingInvalidations(() => {
+      if (!cache.holds(key, cached)) {
+        then(undefined);
+        return;
+      }
+      this.cacheHits += 1;
+      then(cached);
+    });
+    return true;
   }
 
   loadLive(sessionId: string, req?: Request): Promise<LoadedSession | null> {
@@ -274,8 +284,11 @@ export class SsoRedisSessionStore extends ConnectRedisStore implements EngineSto
       // The cache holds sessions parsed and frozen, shared by the requests that read them (see the engine).
       const cached = cache.lookup(key);
       if (cached !== undefined) {
-        this.cacheHits += 1;
-        return Promise.resolve(keepLoadedIfLive(cached, this.hooks, sessionId, remove, req));
+        return new Promise<void>((resolve) => cache.afterPendingInvalidations(resolve)).then(() => {
+          if (!cache.holds(key, cached)) return this.loadLive(sessionId, req);
+          this.cacheHits += 1;
+          return keepLoadedIfLive(cached, this.hooks, sessionId, remove, req);
+        });
       }
       this.cacheMisses += 1;
       const ticket = cache.beginRead();

@@ -142,6 +142,32 @@ describe('ssoSession({ cache }): sessions cached per process, kept coherent by R
     await until(async () => (await request(shop, 'GET', '/me', next)).status === 401, 5_000, 'the shop refusing');
   });
 
+  it('answers from the cache only after the invalidations that had already arrived are applied', async () => {
+    const cookie = await login('frank');
+    await warm(cookie);
+    // Another process logs frank out, and the shop reads the invalidation in the same poll of the event loop as
+    // frank's next request, just after it: the request's lookup still finds the session, the message evicts it
+    // before the event loop moves on.
+    const cache = shop.sso.cache as unknown as SessionCache<unknown>;
+    const lookup = cache.lookup.bind(cache);
+    let raced = 0;
+    cache.lookup = (key: string) => {
+      const found = lookup(key);
+      if (found !== undefined && raced === 0) {
+        raced += 1;
+        void (shopStore.client as Redis).del(key);
+        queueMicrotask(() => cache.invalidate([key]));
+      }
+      return found;
+    };
+    try {
+      expect((await request(shop, 'GET', '/me', cookie)).status).toBe(401);
+      expect(raced).toBe(1);
+    } finally {
+      cache.lookup = lookup;
+    }
+  });
+
   it('does not keep a read that a revocation overtook', async () => {
     const cookie = await login('erin');
     // Reads and revocations racing: whatever order they land in, once the revocation is done no read may succeed.
