@@ -3,11 +3,12 @@ import type Redis from 'ioredis';
 import { isCluster, type RedisClient } from '../store/redis-connection';
 import { debugChannel } from '../util/debug';
 import { checkOptions, within, type OptionSchema } from '../util/options';
+import { SecondChanceMap } from '../util/second-chance-map';
 import { SessionInvalidationTracker, type TrackerEvents } from './session-cache-tracker';
 
 /** Options of the opt-in session cache: `ssoSession({ cache: { maxEntries, maxAgeSeconds } })`. */
 export interface SsoSessionCacheOptions {
-  /** Most sessions kept per process; the least recently used goes first. Default 10000. */
+  /** Most sessions kept per process; when full, the oldest not used since it was last passed over goes first. Default 10000. */
   maxEntries?: number;
   /** A cached session is read from Redis again after this many seconds, whatever happened. Default 60. */
   maxAgeSeconds?: number;
@@ -70,7 +71,7 @@ interface Entry<T> {
  * const loaded = cache.lookup('sso:sess:abc'); // undefined: not cached (or the cache is bypassed)
  */
 export class SessionCache<T = unknown> implements TrackerEvents, SsoSessionCacheStatus {
-  private readonly entries = new Map<string, Entry<T>>();
+  private readonly entries: SecondChanceMap<string, Entry<T>>;
   private readonly maxEntries: number;
   private readonly maxAgeMs: number;
   private readonly trackers = new Map<string, SessionInvalidationTracker>();
@@ -97,6 +98,7 @@ export class SessionCache<T = unknown> implements TrackerEvents, SsoSessionCache
     options: Required<SsoSessionCacheOptions>,
   ) {
     this.maxEntries = options.maxEntries;
+    this.entries = new SecondChanceMap(options.maxEntries);
     this.maxAgeMs = options.maxAgeSeconds * 1000;
     if (isCluster(client)) {
       client.on('+node', this.onTopologyChange);
@@ -128,9 +130,6 @@ export class SessionCache<T = unknown> implements TrackerEvents, SsoSessionCache
       this.entries.delete(key);
       return undefined;
     }
-    // Least recently used first out: a hit moves the entry to the end of the Map's order.
-    this.entries.delete(key);
-    this.entries.set(key, entry);
     return entry.value;
   }
 
@@ -147,7 +146,7 @@ export class SessionCache<T = unknown> implements TrackerEvents, SsoSessionCache
 
   /** True when `value` is still what is cached for `key` (a lookup that does not count as a use). */
   holds(key: string, value: T): boolean {
-    return this.entries.get(key)?.value === value && this.ready;
+    return this.entries.peek(key)?.value === value && this.ready;
   }
 
   /** Marks the start of a read of `key` from Redis; pass the ticket to {@link finishRead}. */
@@ -162,10 +161,6 @@ export class SessionCache<T = unknown> implements TrackerEvents, SsoSessionCache
     const invalidated = this.invalidatedAt.get(key);
     if (this.inFlight === 0) this.invalidatedAt.clear();
     if (value === null || ticket < this.floor || !this.ready || (invalidated !== undefined && invalidated > ticket)) return;
-    if (this.entries.size >= this.maxEntries) {
-      const oldest = this.entries.keys().next();
-      if (!oldest.done) this.entries.delete(oldest.value);
-    }
     this.entries.set(key, { value, storedAt: Date.now() });
   }
 

@@ -1,6 +1,7 @@
 import type { JwtHeader, JwtPayload } from './types';
 import type { VerifiedJwt } from './verify-jwt';
 import { sha256 } from '../util/digest';
+import { SecondChanceMap } from '../util/second-chance-map';
 
 /** A verified token as the cache keeps it. */
 export interface CachedToken {
@@ -34,7 +35,7 @@ function deepFreeze<T>(value: T): T {
 }
 
 /**
- * Verified tokens by hash, least recently used evicted first. An entry is served only while `now < exp` (never
+ * Verified tokens by hash, evicted by second chance (about least recently used first, see SecondChanceMap). An entry is served only while `now < exp` (never
  * past exp, even inside the clock tolerance), never past `iat + maxTokenAgeSeconds` and at most five minutes.
  *
  * @example
@@ -42,21 +43,24 @@ function deepFreeze<T>(value: T): T {
  * const entry = cache.get(key, Date.now()) ?? cache.remember(key, verified, Date.now(), false);
  */
 export class VerifiedTokenCache {
-  private readonly entries = new Map<string, CachedToken>();
+  private readonly entries: SecondChanceMap<string, CachedToken>;
 
   constructor(
     private readonly size: number,
     private readonly maxTokenAgeMs: number | undefined,
-  ) {}
+  ) {
+    this.entries = new SecondChanceMap(size);
+  }
 
-  /** The live entry for a token hash, refreshed in LRU order; undefined when absent or no longer valid. */
+  /** The live entry for a token hash (marked used); undefined when absent or no longer valid. */
   get(key: string, now: number): CachedToken | undefined {
     if (this.size === 0) return undefined;
     const cached = this.entries.get(key);
     if (cached === undefined) return undefined;
-    this.entries.delete(key);
-    if (now >= cached.validUntil) return undefined;
-    this.entries.set(key, cached);
+    if (now >= cached.validUntil) {
+      this.entries.delete(key);
+      return undefined;
+    }
     return cached;
   }
 
@@ -71,10 +75,7 @@ export class VerifiedTokenCache {
     const entry: CachedToken = { header: deepFreeze(verified.header), claims: deepFreeze(claims), validUntil, checkRevocation };
     // Tokens accepted only thanks to the clock tolerance (nbf a little ahead, exp just past) are not cached.
     const early = typeof claims.nbf === 'number' && claims.nbf * 1000 > now;
-    if (this.size > 0 && !early && validUntil > now) {
-      this.entries.set(key, entry);
-      if (this.entries.size > this.size) this.entries.delete(this.entries.keys().next().value as string);
-    }
+    if (this.size > 0 && !early && validUntil > now) this.entries.set(key, entry);
     return entry;
   }
 }
