@@ -65,9 +65,11 @@ function sessionCase(kind: 'login' | 'session', sink: Sink): BenchCase<EventsFix
     requests: async (url): Promise<AutocannonRequest[]> => {
       if (kind === 'session') return cookieRequests(await collectCookies(url, DISTINCT_SESSIONS, '__Secure-sso.sid'));
       // Every request a complete login: a new session stored, the user's index updated, login.succeeded emitted.
+      // Users of the case's own: the cases run one after the other on one Redis, and shared users would make each
+      // case log into indexes the previous cases filled.
       return Array.from({ length: DISTINCT_SESSIONS }, (_, index) => ({
         method: 'POST',
-        path: `/login/user-${index}`,
+        path: `/login/${sink}-user-${index}`,
         headers: { host: 'auth.example.test', origin: 'https://auth.example.test', 'x-forwarded-proto': 'https' },
       }));
     },

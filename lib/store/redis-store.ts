@@ -270,11 +270,23 @@ export class RedisStore implements KeyValueStore {
 
   private connectSubscriber(): Promise<RedisClient> {
     if (!this.subscriberReady) {
-      const subscriber = this.client.duplicate() as RedisClient;
+      // A Cluster's subscriber re-subscribes on a new node and handles its own failures. A single node's ioredis
+      // re-subscription after a reconnection is a promise nobody can handle: when Redis goes away again while it is
+      // in flight and the next connection attempt is refused, it rejects unhandled, which ends a process on Node's
+      // default. The store re-subscribes itself.
+      const subscriber = isCluster(this.client) ? this.client.duplicate() : this.client.duplicate({ autoResubscribe: false });
       this.subscriber = subscriber;
       subscriber.on('error', () => {
-        // Reconnection is automatic; ioredis re-subscribes to every channel once it is back.
+        // Reconnection is automatic; every channel is subscribed again once it is back (below).
       });
+      if (!isCluster(subscriber)) {
+        let connectedBefore = false;
+        subscriber.on('ready', () => {
+          // The first connection sends the subscriptions queued while it connected; a reconnection has none.
+          if (connectedBefore) this.resubscribe(subscriber);
+          connectedBefore = true;
+        });
+      }
       subscriber.on('message', (channel: string, message: string) => {
         const set = this.listeners.get(channel);
         if (set) for (const listener of set) listener(message);
@@ -282,6 +294,17 @@ export class RedisStore implements KeyValueStore {
       this.subscriberReady = Promise.resolve(subscriber);
     }
     return this.subscriberReady;
+  }
+
+  /** After a reconnection: every channel with a listener again, in one SUBSCRIBE. */
+  private resubscribe(subscriber: Redis): void {
+    const channels = [...this.listeners.keys()];
+    if (channels.length === 0) return;
+    subscriber.subscribe(...channels).catch((error: unknown) => {
+      debug('re-subscribing after a reconnection failed: %s', describeFailure(error));
+      // Until a SUBSCRIBE succeeds no message can arrive; a new connection tries again.
+      if (subscriber.status === 'ready') subscriber.disconnect(true);
+    });
   }
 
   async subscribe(channel: string, listener: (message: string) => void): Promise<() => Promise<void>> {

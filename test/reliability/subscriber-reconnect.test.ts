@@ -5,26 +5,21 @@ import { recordUnhandledRejections, until } from '../helpers/fault-probes';
 import { startPrivateRedis, type PrivateRedis } from '../helpers/redis';
 
 /**
- * A TCP proxy in front of Redis that can play an outage arriving at the worst moment: with `failNextSubscribe` on,
- * the first connection that sends SUBSCRIBE is cut before Redis sees it, and every connection after it is cut at
- * once (Redis down) until `restore()`.
+ * A TCP proxy in front of Redis that can play an outage arriving at the worst moment: with `cutOnResubscribe()`, the
+ * first SUBSCRIBE a client sends is lost with the connection, and the proxy stops listening (connections are refused,
+ * as when Redis is down) until `restore()`.
  */
 class OutageProxy {
   private readonly sockets = new Set<Socket>();
-  private server!: Server;
+  private server: Server | undefined;
   private failNextSubscribe = false;
-  private down = false;
   cuts = 0;
   port = 0;
 
   constructor(private readonly target: number) {}
 
   async start(): Promise<void> {
-    this.server = createServer((client) => {
-      if (this.down) {
-        client.destroy();
-        return;
-      }
+    const server = createServer((client) => {
       const upstream = connect(this.target, '127.0.0.1');
       this.sockets.add(client).add(upstream);
       const forget = (): void => {
@@ -39,16 +34,17 @@ class OutageProxy {
       client.on('data', (chunk: Buffer) => {
         if (this.failNextSubscribe && /subscribe/i.test(chunk.toString('latin1'))) {
           this.failNextSubscribe = false;
-          this.down = true;
           this.cuts += 1;
+          this.stopListening();
           forget();
           return;
         }
         upstream.write(chunk);
       });
     });
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    this.port = (this.server.address() as AddressInfo).port;
+    this.server = server;
+    await new Promise<void>((resolve) => server.listen(this.port, '127.0.0.1', resolve));
+    this.port = (server.address() as AddressInfo).port;
   }
 
   /** Cuts every open connection, so clients reconnect; the next SUBSCRIBE sent is lost with Redis. */
@@ -57,13 +53,21 @@ class OutageProxy {
     for (const socket of this.sockets) socket.destroy();
   }
 
-  restore(): void {
-    this.down = false;
+  /** Listens again on the same port. */
+  async restore(): Promise<void> {
+    await this.start();
+  }
+
+  private stopListening(): void {
+    this.server?.close();
+    this.server = undefined;
   }
 
   async stop(): Promise<void> {
     for (const socket of this.sockets) socket.destroy();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    const server = this.server;
+    this.server = undefined;
+    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
   }
 }
 
@@ -98,9 +102,10 @@ describe('RedisStore subscriptions across a reconnection', () => {
     try {
       proxy.cutOnResubscribe();
       await until(() => proxy.cuts === 1, 5000, 'the re-subscription to be cut');
-      // Redis stays down through several reconnection attempts (past the kit's fail-fast maxRetriesPerRequest: 1).
+      // Redis stays down through several refused reconnection attempts: past the kit's fail-fast
+      // maxRetriesPerRequest (1), ioredis fails the commands it was still waiting on, the SUBSCRIBE among them.
       await new Promise((resolve) => setTimeout(resolve, 700));
-      proxy.restore();
+      await proxy.restore();
       let sent = 0;
       await until(
         async () => {
