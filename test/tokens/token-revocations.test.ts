@@ -68,6 +68,10 @@ describe('revocation reads on the hot path', () => {
   beforeAll(async () => {
     privateRedis = await startPrivateRedis();
     client = new Redis(privateRedis.url);
+    // Connected before any test starts MONITOR: a client still connecting sends INFO (ioredis's ready check), and
+    // MONITOR can report that INFO in the same packet as its own +OK, before ioredis has switched the monitoring
+    // connection to monitor mode ("Command queue state error").
+    await client.ping();
     store = new RedisStore(client, { prefix });
     service = new TokenService({ keys: KeySet.generate('ES256', 'k1'), issuer, store });
     const app = express();
