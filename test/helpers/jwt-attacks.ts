@@ -1,4 +1,5 @@
 import { createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
+import fc from 'fast-check';
 import type { TokenErrorReason } from '../../lib/tokens';
 import { b64url, ecPair, loadJose, nowSeconds, rsaPair, signRaw } from './jose-tokens';
 
@@ -183,4 +184,24 @@ export async function buildAttackCorpus(target: AttackTarget): Promise<Attack[]>
     },
   );
   return attacks;
+}
+
+/**
+ * Whether a compact JWS still reads as `valid` to a verifier: the same signing input and the same signature bytes.
+ * A one-character change can leave both as they were (the same character, or a change in the unused low bits of the
+ * signature's last base64url character), and such a "mutation" is the valid token itself.
+ */
+export function readsAsSameJws(candidate: string, valid: string): boolean {
+  const cut = valid.lastIndexOf('.');
+  const candidateCut = candidate.lastIndexOf('.');
+  if (candidate.slice(0, candidateCut) !== valid.slice(0, cut)) return false;
+  return Buffer.from(candidate.slice(candidateCut + 1), 'base64url').equals(Buffer.from(valid.slice(cut + 1), 'base64url'));
+}
+
+/** One character of a compact JWS replaced by one of `alphabet`, never a change that leaves the JWS as it was. */
+export function mutatedJws(valid: string, alphabet: readonly string[]): fc.Arbitrary<string> {
+  return fc
+    .tuple(fc.nat(valid.length - 1), fc.constantFrom(...alphabet))
+    .map(([index, character]) => `${valid.slice(0, index)}${character}${valid.slice(index + 1)}`)
+    .filter((candidate) => !readsAsSameJws(candidate, valid));
 }

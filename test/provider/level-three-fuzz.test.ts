@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { ProofClient } from '../helpers/dpop-proofs';
+import { mutatedJws } from '../helpers/jwt-attacks';
 import { startProviderPortal, type ProviderPortal } from '../helpers/openid-provider-harness';
 import { clientKey, HandClient, type ClientKey } from '../helpers/provider-level-three';
 import { testRedisStore } from '../helpers/redis';
@@ -64,9 +65,7 @@ const anyJson = fc.oneof(
 );
 
 function mutate(valid: string): fc.Arbitrary<string> {
-  return fc
-    .tuple(fc.nat(valid.length - 1), fc.constantFrom(...'AZaz09-_.!='.split('')))
-    .map(([index, character]) => `${valid.slice(0, index)}${character}${valid.slice(index + 1)}`);
+  return mutatedJws(valid, 'AZaz09-_.!='.split(''));
 }
 
 async function expectRfcError(response: Response, codes: readonly string[]): Promise<void> {

@@ -5,6 +5,7 @@ import { DpopError, DpopVerifier, type DpopErrorReason, type DpopVerifierOptions
 import { OptionsError } from '../../../lib/util/options';
 import { athOf, loadDpop, ProofClient, proofClaims, unsignedProof } from '../../helpers/dpop-proofs';
 import { b64url, nowSeconds, signRaw } from '../../helpers/jose-tokens';
+import { readsAsSameJws } from '../../helpers/jwt-attacks';
 import { keysByPrefix, testRedisStore } from '../../helpers/redis';
 
 const uri = 'https://api.example.test/orders';
@@ -416,7 +417,7 @@ describe('DpopVerifier on arbitrary input', () => {
     );
     await fc.assert(
       fc.asyncProperty(proofs, async (proof) => {
-        if (proof === valid) return;
+        if (readsAsSameJws(proof, valid)) return;
         const error = await refusal(check.verify(proof, { method: 'GET', uri, accessToken, boundJkt: client.jkt }));
         expect(['invalid_dpop_proof', 'use_dpop_nonce', 'invalid_token']).toContain(error.code);
       }),
