@@ -9,7 +9,15 @@ import { errorHandler } from '../../lib/http';
 import { MemoryStore, StoreUnavailableError } from '../../lib/store';
 import { KeySet, requireBearer, requiredScopes, TokenService, type KeyResolver, type RequireBearerOptions } from '../../lib/tokens';
 import { debugChannel } from '../../lib/util/debug';
-import { buildAttackCorpus, createAttackTarget, mintValid, mutatedJws, readsAsSameJws, type Attack, type AttackTarget } from '../helpers/jwt-attacks';
+import {
+  buildAttackCorpus,
+  createAttackTarget,
+  mintValid,
+  mutatedJws,
+  readsAsSameJws,
+  type Attack,
+  type AttackTarget,
+} from '../helpers/jwt-attacks';
 import {
   ecPair,
   loadJose,
