@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'test-artifacts/**', '.ci/node/**'] },
+  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'test-artifacts/**', '.ci/node/**', '.bench-build/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -59,6 +59,10 @@ export function tokenRequests(tokens: string[]): AutocannonRequest[] {
   return tokens.map((token) => ({ method: 'GET', path: '/me', headers: { authorization: `Bearer ${token}` } }));
 }
 
+const passThrough: RequestHandler = (_req, _res, next) => {
+  next();
+};
+
 const authSubject = (req: express.Request): unknown => (req as unknown as { auth?: { sub?: string; payload?: { sub?: string } } }).auth;
 /** The subject express-oauth2-jwt-bearer put on `req.auth`. */
 export const oauth2Subject = (req: express.Request): unknown =>
@@ -130,6 +134,13 @@ export function bearerCases(): BenchCase<BearerFixtures>[] {
       app: () => ({ app: protectedApp(preparedRequests, () => 'anonymous') }),
       requests: rs,
     },
+    {
+      name: 'bare-middleware',
+      description:
+        'bare Express with one pass-through middleware where requireBearer sits (the least any guard adds); tokens sent, not read',
+      app: () => ({ app: protectedApp(passThrough, () => 'anonymous') }),
+      requests: rs,
+    },
     ...kitBearerCases(),
     ...anchors,
   ];
@@ -185,6 +196,9 @@ export async function bearerSuite(): Promise<BenchSuite<BearerFixtures>> {
       { numerator: 'kit-rs256-jwks', denominator: 'bare', atLeast: 0.9 },
       { numerator: 'kit-rs256-jwks', denominator: 'oauth2-jwt-bearer-rs256', atLeast: 2.5 },
       { numerator: 'kit-hs256', denominator: 'bare', atLeast: 0.9 },
+      // What any guard mounted with app.use reaches, and how far the kit's cached checks are from it.
+      { numerator: 'bare-middleware', denominator: 'bare', atLeast: 0.9, floor: true },
+      { numerator: 'kit-hs256', denominator: 'bare-middleware', atLeast: 0.9, floor: true },
     ],
     close: () => idpServer.close(),
   };

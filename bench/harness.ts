@@ -1,6 +1,7 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
+import { rm } from 'node:fs/promises';
 import { cpus } from 'node:os';
 import type { Server } from 'node:http';
 import { join } from 'node:path';
@@ -80,6 +81,35 @@ export interface BenchTarget {
   numerator: string;
   denominator: string;
   atLeast: number;
+  /**
+   * Not a target but a floor, measured the same way: how close anything doing the work the target's case must do
+   * (a Redis read, an Express middleware) comes to the target's denominator, or how the kit compares with that.
+   * Reported as "floor", never as PASS or FAIL; `atLeast` is then the target it is read against.
+   */
+  floor?: true;
+}
+
+/**
+ * PASS or FAIL for a target, "floor" for a floor comparison.
+ *
+ * @example
+ * verdictWord({ ...target, pass: true }); // 'PASS'
+ */
+export function verdictWord(target: Pick<TargetResult, 'pass' | 'floor'>): string {
+  if (target.floor) return 'floor';
+  return target.pass ? 'PASS' : 'FAIL';
+}
+
+/**
+ * How a target reads: "a ≥ 0.9× b", or "a ÷ b" for a floor.
+ *
+ * @example
+ * targetLabel({ numerator: 'kit-hs256', denominator: 'bare', atLeast: 0.9 }); // 'kit-hs256 ≥ 0.9× bare'
+ */
+export function targetLabel(target: BenchTarget): string {
+  return target.floor
+    ? `${target.numerator} ÷ ${target.denominator} (floor)`
+    : `${target.numerator} ≥ ${target.atLeast}× ${target.denominator}`;
 }
 
 export interface BenchSuite<F = unknown> {
@@ -214,6 +244,40 @@ export async function planPlacement(pin: boolean): Promise<Placement> {
 
 const tsxLoader = pathToFileURL(load.resolve('tsx')).href;
 
+/**
+ * Compiles bench/, lib/ and test/helpers/ with tsc (tsconfig.bench.json) into `.bench-build/` and returns that folder,
+ * for {@link useServerBuild}. tsc's JavaScript is what the package ships; tsx's transform, which the runner itself
+ * uses, wraps every named function and closure to keep its name, work that a user's build does not do.
+ *
+ * @example
+ * useServerBuild(await buildServerCode());
+ */
+export async function buildServerCode(): Promise<string> {
+  const root = join(__dirname, '..');
+  const out = join(root, '.bench-build');
+  await rm(out, { recursive: true, force: true });
+  await promisify(execFile)(process.execPath, [load.resolve('typescript/bin/tsc'), '-p', join(root, 'tsconfig.bench.json')], { cwd: root });
+  return out;
+}
+
+/**
+ * Runs the server and load-generator processes from a {@link buildServerCode} folder (this process and the
+ * per-version runs it starts, through BENCH_SERVER_BUILD) instead of the TypeScript sources through tsx.
+ *
+ * @example
+ * useServerBuild(await buildServerCode());
+ */
+export function useServerBuild(folder: string): void {
+  process.env.BENCH_SERVER_BUILD = folder;
+}
+
+/** What the server processes run, for the settings line. */
+export function serverCodeSummary(): string {
+  return process.env.BENCH_SERVER_BUILD === undefined
+    ? 'the TypeScript sources through tsx (--source)'
+    : "tsc's JavaScript build of the kit and the cases (the code the package ships), with plain Node";
+}
+
 /** A child process of the runner that answers `{ id, type }` requests over IPC. */
 class Child {
   private nextId = 1;
@@ -243,9 +307,12 @@ class Child {
     });
   }
 
-  /** Starts `bench/<entry>` under Node with tsx, pinned to `cpu` when given. */
+  /** Starts `bench/<entry>` under Node (its tsc build when there is one, else through tsx), pinned to `cpu` when given. */
   static spawn(label: string, entry: string, cpu: number | undefined, extraNodeArgs: string[] = []): Child {
-    const nodeArgs = [...extraNodeArgs, '--import', tsxLoader, join(__dirname, entry)];
+    const build = process.env.BENCH_SERVER_BUILD;
+    const script =
+      build === undefined ? ['--import', tsxLoader, join(__dirname, entry)] : [join(build, 'bench', entry.replace(/\.ts$/, '.js'))];
+    const nodeArgs = [...extraNodeArgs, ...script];
     const stdio: Array<'ignore' | 'inherit' | 'ipc'> = ['ignore', 'inherit', 'inherit', 'ipc'];
     const child =
       cpu === undefined

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { CaseResult, TargetResult } from './harness';
+import { targetLabel, verdictWord, type CaseResult, type TargetResult } from './harness';
 
 /** What bench/report.ts needs of one Node version's run (bench/run.ts's `NodeRun`). */
 export interface VersionRun {
@@ -22,6 +22,8 @@ export interface ReportSettings {
   warmupSeconds: number;
   durationSeconds: number;
   placement: string;
+  /** What the server processes ran (serverCodeSummary). */
+  serverCode: string;
 }
 
 /** The rows of issue 30's table: [suite, case, label, the anchor it is compared with]. */
@@ -29,11 +31,18 @@ const HEADLINE: Array<[string, string, string, string | undefined]> = [
   ['sessions', 'bare', 'bare Express route (sessions suite)', undefined],
   ['sessions', 'bare-prepared', 'bare + `prepareForProperties`', undefined],
   ['sessions', 'bare-same-answer', "bare shaped like the kit's app, no session check (the floor)", undefined],
+  [
+    'sessions',
+    'bare-redis-read',
+    'the same plus one batched Redis read and JSON.parse per request (the floor of an uncached check)',
+    undefined,
+  ],
   ['sessions', 'express-session-rolling', 'express-session + connect-redis', undefined],
   ['sessions', 'kit-require-session', 'kit `ssoSession` + `requireSession`', 'express-session-rolling'],
   ['sessions', 'kit-require-session-cached', 'same with `cache: {}`', 'express-session-rolling'],
   ['bearer', 'bare', 'bare Express route (bearer suite)', undefined],
   ['bearer', 'bare-prepared', 'bare + `prepareForProperties`', undefined],
+  ['bearer', 'bare-middleware', 'bare + one pass-through middleware (the floor of any guard)', undefined],
   ['bearer', 'oauth2-jwt-bearer-rs256', 'express-oauth2-jwt-bearer RS256', undefined],
   ['bearer', 'kit-rs256-jwks', 'kit `requireBearer` RS256 via JWKS (cached)', 'oauth2-jwt-bearer-rs256'],
   ['bearer', 'kit-hs256', 'kit `requireBearer` HS256 (cached)', 'oauth2-jwt-bearer-rs256'],
@@ -87,7 +96,7 @@ export function targetsAcrossVersions(runs: VersionRun[]): string {
   const byKey = new Map<string, Map<string, TargetResult>>();
   for (const run of runs) {
     for (const target of run.targets) {
-      const key = `${target.suite}: ${target.numerator} ≥ ${target.atLeast}× ${target.denominator}`;
+      const key = `${target.suite}: ${targetLabel(target)}`;
       if (!byKey.has(key)) {
         keys.push(key);
         byKey.set(key, new Map());
@@ -101,7 +110,7 @@ export function targetsAcrossVersions(runs: VersionRun[]): string {
       const target = byKey.get(key)!.get(run.node);
       if (!target) return 'n/a';
       const measured = target.ratio === undefined ? 'n/a' : `${target.ratio.toFixed(3)}×`;
-      return `${measured} ${target.pass ? 'PASS' : 'FAIL'}${target.note ? ` (${target.note})` : ''}`;
+      return `${measured} ${verdictWord(target)}${target.note ? ` (${target.note})` : ''}`;
     });
     lines.push(`| ${key} | ${cells.join(' | ')} |`);
   }
@@ -127,7 +136,7 @@ export async function composeReport(runs: VersionRun[], settings: ReportSettings
     '',
     `- Machine: ${runs[0]?.machine.replace(/, Node v[\d.]+/, '') ?? 'unknown'}`,
     `- Load: autocannon, ${settings.connections} connections, pipelining ${settings.pipelining}; each case ${settings.rounds}× (round-robin over the suite) ${settings.warmupSeconds} s warm-up (discarded) then ${settings.durationSeconds} s measured, best round kept; a fresh server process per case and round, on 127.0.0.1:0. Each target is decided apart from the tables, by an interleaved comparison of its two cases (both servers up, the load switched between them in 1 s slices, eight A B B A / B A A B pairs, the median ratio; see bench/paired.ts): an A/A check of this method read 0.97–0.99×, so about 3 % is its resolution here.`,
-    `- Processes: ${settings.placement}. "server CPU µs/req" is the server process's user + system CPU time over the measured run divided by the requests answered; "busy" is CPU time ÷ wall time (100 % = one CPU fully used).`,
+    `- Processes: ${settings.placement}; the servers and the load generator ran ${settings.serverCode}. "server CPU µs/req" is the server process's user + system CPU time over the measured run divided by the requests answered; "busy" is CPU time ÷ wall time (100 % = one CPU fully used).`,
     '- bare-prepared: bare Express plus the one step the kit\'s session, Bearer and QR middlewares take first (`prepareForProperties`, see docs/sessions.md, "Performance"); a kit case ÷ bare-prepared is what the kit\'s own work costs.',
     '- The machine is shared: the 1-minute load average is given for each version and each suite. With a load above the core count the server process waits for its CPU ("server busy" well below 100 %), req/s falls for every case alike and the ratios of one run stay comparable; the CPU per request is the steadier figure.',
     '',

@@ -32,8 +32,13 @@ import {
   describeMachine,
   evaluateTargets,
   LoadGenerator,
+  buildServerCode,
   measureCase,
   planPlacement,
+  serverCodeSummary,
+  targetLabel,
+  useServerBuild,
+  verdictWord,
   type BenchSuite,
   type CaseResult,
   type LoadSettings,
@@ -65,6 +70,8 @@ export interface Arguments {
   skip: string[];
   /** False with --no-paced: no extra run per case at half its best rate (the "at 50 % rate" columns read n/a). */
   paced: boolean;
+  /** True with --source: the servers run the TypeScript sources through tsx instead of tsc's build. */
+  source: boolean;
   /** Set in a per-version child run: write this run's figures as JSON there instead of printing the final report. */
   jsonOut: string | undefined;
   /** The options as given, minus --node, --write and --json-out: what each per-version child run is started with. */
@@ -80,6 +87,7 @@ function parseArguments(argv: string[]): Arguments {
   let nodes = DEFAULT_NODE_MAJORS;
   let jsonOut: string | undefined;
   let paced = true;
+  let source = false;
   const skip: string[] = [];
   const forwarded: string[] = [];
   for (let index = 0; index < argv.length; index += 1) {
@@ -96,7 +104,7 @@ function parseArguments(argv: string[]): Arguments {
       continue;
     }
     // A per-version run is given the same options; there --write only writes bench/curves.svg.
-    if (flag === '--no-pin' || flag === '--write' || flag === '--no-paced') forwarded.push(flag);
+    if (flag === '--no-pin' || flag === '--write' || flag === '--no-paced' || flag === '--source') forwarded.push(flag);
     else if (value !== undefined) forwarded.push(flag!, value);
     const number = (): number => {
       const parsed = Number(value);
@@ -107,6 +115,7 @@ function parseArguments(argv: string[]): Arguments {
     if (flag === '--write') write = true;
     else if (flag === '--no-pin') pin = false;
     else if (flag === '--no-paced') paced = false;
+    else if (flag === '--source') source = true;
     else if (flag === '--skip' && value) {
       skip.push(value);
       index += 1;
@@ -119,10 +128,10 @@ function parseArguments(argv: string[]): Arguments {
     else if (flag === '--rounds') rounds = Math.max(1, Math.floor(number()));
     else
       throw new TypeError(
-        `bench: unknown option ${String(flag)} (known: --write, --node, --suite, --skip, --no-paced, --duration, --warmup, --connections, --rounds, --no-pin)`,
+        `bench: unknown option ${String(flag)} (known: --write, --node, --suite, --skip, --no-paced, --source, --duration, --warmup, --connections, --rounds, --no-pin)`,
       );
   }
-  return { write, pin, suites, settings, rounds, nodes, jsonOut, forwarded, skip, paced };
+  return { write, pin, suites, settings, rounds, nodes, jsonOut, forwarded, skip, paced, source };
 }
 
 function formatRate(value: number): string {
@@ -156,8 +165,8 @@ function targetTable(targets: TargetResult[], qrMain?: QrRun, qrFloor?: FloorCom
   const lines = ['| suite | target | measured | verdict |', '|---|---|---:|---|'];
   for (const target of targets) {
     const measured = target.ratio === undefined ? 'n/a' : `${target.ratio.toFixed(3)}×`;
-    const verdict = `${target.pass ? 'PASS' : 'FAIL'}${target.note ? ` (${target.note})` : ''}`;
-    lines.push(`| ${target.suite} | ${target.numerator} ≥ ${target.atLeast}× ${target.denominator} | ${measured} | ${verdict} |`);
+    const verdict = `${verdictWord(target)}${target.note ? ` (${target.note})` : ''}`;
+    lines.push(`| ${target.suite} | ${targetLabel(target)} | ${measured} | ${verdict} |`);
   }
   if (qrMain) {
     const cpu = qrMain.providerCpuMsPerLogin;
@@ -345,6 +354,7 @@ async function measureOnThisNode(args: Arguments): Promise<NodeRun> {
     `settings: ${settings.connections} connections, pipelining ${settings.pipelining}, ${rounds} rounds of ${settings.warmupSeconds} s warm-up + ${settings.durationSeconds} s per case (best round kept)`,
   );
   console.log(`processes: ${placement.summary}`);
+  console.log(`server code: ${serverCodeSummary()}`);
   console.log(`1-minute load average at start: ${loadAtStart}`);
   const generator = LoadGenerator.start(placement);
   let qrMarkdown = '';
@@ -413,9 +423,7 @@ async function measureOnThisNode(args: Arguments): Promise<NodeRun> {
         targets.push(...verdicts);
         for (const verdict of verdicts) {
           const measured = verdict.ratio === undefined ? 'n/a' : `${verdict.ratio.toFixed(3)}×`;
-          console.log(
-            `  ${verdict.pass ? 'PASS' : 'FAIL'} ${verdict.numerator} ≥ ${verdict.atLeast}× ${verdict.denominator}: ${measured}${verdict.note ? ` (${verdict.note})` : ''}`,
-          );
+          console.log(`  ${verdictWord(verdict)} ${targetLabel(verdict)}: ${measured}${verdict.note ? ` (${verdict.note})` : ''}`);
         }
       } finally {
         await suite.close?.();
@@ -550,6 +558,8 @@ async function main(): Promise<void> {
     await writeFile(args.jsonOut, JSON.stringify(run));
     return;
   }
+  // Built once, before any version runs: every server process of every version runs the same JavaScript.
+  if (!args.source) useServerBuild(await buildServerCode());
   const current = process.versions.node.split('.')[0]!;
   const runs: NodeRun[] = [];
   // One version after the other, never side by side: each run has the server CPU to itself.
@@ -563,7 +573,12 @@ async function main(): Promise<void> {
   if (args.write) {
     await writeFile(
       join(__dirname, 'RESULTS.md'),
-      await composeReport(runs, { ...args.settings, rounds: args.rounds, placement: (await planPlacement(args.pin)).summary }),
+      await composeReport(runs, {
+        ...args.settings,
+        rounds: args.rounds,
+        placement: (await planPlacement(args.pin)).summary,
+        serverCode: serverCodeSummary(),
+      }),
     );
     console.log('wrote bench/RESULTS.md');
   }

@@ -3,7 +3,8 @@ import express, { type Express, type Request, type Response } from 'express';
 import session from 'express-session';
 import { RedisStore as ConnectRedisStore } from 'connect-redis';
 import Redis from 'ioredis';
-import { deleteByPrefix, preparedRequests, type AutocannonRequest, type BenchCase, type BenchSuite } from './harness';
+import { BatchedGet } from '../lib/store/batched-get';
+import { deleteByPrefix, preparedRequests, type AutocannonRequest, type BenchCase, type BenchSuite, type CaseApp } from './harness';
 import { kitSessionCases } from './sessions-kit';
 
 /** How many logged-in sessions the load generator rotates through. */
@@ -92,6 +93,87 @@ function expressSessionApp(client: Redis, prefix: string, secret: string): Expre
   return app;
 }
 
+interface FloorUser {
+  id: string;
+  name: string;
+}
+
+const floorSessionId = (index: number): string => `floor-${String(index).padStart(27, '0')}`;
+
+/** A session's stored JSON as the kit writes it after a password login (494 bytes for user-00). */
+function storedSession(index: number): string {
+  const subject = `user-${String(index).padStart(2, '0')}`;
+  const now = Date.now();
+  return JSON.stringify({
+    cookie: { originalMaxAge: null, expires: null, secure: true, httpOnly: true, domain: 'example.test', path: '/', sameSite: 'lax' },
+    user: {
+      id: `test:users|${subject}`,
+      source: 'test:users',
+      subject,
+      name: `User ${subject}`,
+      roles: ['customer'],
+      method: 'password',
+      authenticatedAt: now,
+      authentication: {
+        acr: '1fa',
+        amr: ['pwd'],
+        authTime: Math.floor(now / 1000),
+        factors: [{ method: 'pwd', at: Math.floor(now / 1000) }],
+      },
+    },
+    meta: { createdAt: now, lastSeenAt: now, ip: '127.0.0.1' },
+  });
+}
+
+/**
+ * The floor of an uncached session check: the shape of `bare-same-answer` with one Redis read per request. The
+ * cookie's value is the key; the stored sessions are written when the server starts.
+ */
+async function redisReadFloor(redisUrl: string, keyPrefix: string): Promise<CaseApp> {
+  const client = new Redis(redisUrl);
+  // The kit's own read primitive: the reads of one event-loop turn go out as one MGET (cheaper than ioredis's
+  // auto-pipelining here), so this floor is the I/O of the kit's session read without its session logic.
+  const reads = new BatchedGet(client);
+  await Promise.all(
+    Array.from({ length: DISTINCT_SESSIONS }, (_, index) =>
+      client.set(`${keyPrefix}${floorSessionId(index)}`, storedSession(index), 'EX', 3600),
+    ),
+  );
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', 'loopback');
+  app.use(function sessionLayer(req, res, next) {
+    const cookie = req.headers.cookie;
+    const id = cookie?.startsWith('sid=') ? cookie.slice(4) : undefined;
+    if (id === undefined) {
+      next();
+      return;
+    }
+    reads.get(`${keyPrefix}${id}`).then((stored) => {
+      if (stored !== null) res.locals.user = (JSON.parse(stored) as { user: FloorUser }).user;
+      next();
+    }, next);
+  });
+  app.get(
+    '/me',
+    function guardLayer(_req, res, next) {
+      if (res.locals.user === undefined) res.status(401).end();
+      else next();
+    },
+    (_req, res) => {
+      const user = res.locals.user as FloorUser;
+      res.set('Cache-Control', 'no-store');
+      res.json({ id: user.id, name: user.name });
+    },
+  );
+  return {
+    app,
+    close: async () => {
+      await client.quit();
+    },
+  };
+}
+
 /**
  * The session suite's cases, in table order. Each `app` runs in the case's own server process with its own Redis
  * connection; `requests` runs in the runner and logs the users in through that server first.
@@ -138,6 +220,13 @@ export function sessionCases(): BenchCase<SessionFixtures>[] {
         return { app };
       },
       requests: () => cookieRequests(Array.from({ length: DISTINCT_SESSIONS }, () => 'sid=none')),
+    },
+    {
+      name: 'bare-redis-read',
+      description:
+        "bare-same-answer plus the least a Redis-backed session check must do: one read of a session's JSON (the kit's 494 bytes) with the kit's batched read (one MGET per event-loop turn), and its JSON.parse; no signed cookie, no lifetime rules, no session object",
+      app: ({ redisUrl, prefix }) => redisReadFloor(redisUrl, `${prefix}floor:`),
+      requests: () => cookieRequests(Array.from({ length: DISTINCT_SESSIONS }, (_, index) => `sid=${floorSessionId(index)}`)),
     },
     {
       name: 'bare-prepared',
@@ -194,6 +283,9 @@ export async function sessionsSuite(redisUrl: string): Promise<BenchSuite<Sessio
       { numerator: 'kit-require-session', denominator: 'express-session-rolling', atLeast: 2 },
       { numerator: 'kit-require-session', denominator: 'bare', atLeast: 0.6 },
       { numerator: 'kit-require-session-cached', denominator: 'bare', atLeast: 0.85 },
+      // What a session check that reads Redis at all can reach, and how far the kit's is from it.
+      { numerator: 'bare-redis-read', denominator: 'bare', atLeast: 0.6, floor: true },
+      { numerator: 'kit-require-session', denominator: 'bare-redis-read', atLeast: 0.6, floor: true },
     ],
     close: async () => {
       await deleteByPrefix(client, prefix);
