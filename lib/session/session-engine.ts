@@ -29,12 +29,15 @@ export interface EngineStore extends session.Store {
 
 const SAVED_TEXT = Symbol('express-sso-kit.savedText');
 /**
- * The session each request was loaded with, until its `req.session` is built. Kept beside the request rather than
- * on it: Express gives every request a prototype of its own app (`Object.setPrototypeOf`), after which V8 copies
- * the request's whole property layout for each property added to it (a few microseconds apiece, see
- * docs/sessions.md, "Performance"), while a WeakMap entry costs a fraction of that.
+ * The session each request was loaded with, until its `req.session` is built: a symbol property of the request
+ * (`JSON.stringify` and `for…in` skip it). It was a WeakMap beside the request while adding a property to an
+ * Express request copied the request's whole layout (Node 20, and Node 22 without `prepareForProperties`); a
+ * WeakMap entry, though, is an ephemeron the garbage collector must trace on every young-generation collection, which
+ * on Node 24 and 26 cost more than the property now does (docs/sessions.md, "Performance").
  */
-const deferredSessions = new WeakMap<Request, LoadedSession>();
+const LOADED = Symbol('express-sso-kit.loadedSession');
+type WithLoaded = Record<typeof LOADED, LoadedSession | undefined>;
+const loadedOf = (req: Request): LoadedSession | undefined => (req as unknown as WithLoaded)[LOADED];
 const DISCARDED = Symbol('express-sso-kit.discardedSession');
 const debug = debugChannel('session');
 const VERIFIED_CACHE_SIZE = 10_000;
@@ -95,7 +98,7 @@ export function freezeDeep<T>(value: T): T {
  * const user = sessionView(req)?.user;
  */
 export function sessionView(req: Request): Partial<SessionData> | undefined {
-  const loaded = deferredSessions.get(req);
+  const loaded = loadedOf(req);
   return loaded !== undefined ? loaded.data : (req.session as Partial<SessionData> | undefined);
 }
 
@@ -184,7 +187,7 @@ export function createSessionEngine(settings: SessionEngineSettings): SessionEng
   const generate = (req: Request): void => {
     // A loaded session not built yet is built first, so the end of the response knows the cookie's id and sets the
     // cookie of the new one.
-    if (deferredSessions.has(req)) void req.session;
+    if (loadedOf(req) !== undefined) void req.session;
     req.sessionID = randomToken(24);
     req.session = new SessionClass(req);
     req.session.cookie = new CookieClass(cookieOptions);
@@ -261,13 +264,13 @@ export function createSessionEngine(settings: SessionEngineSettings): SessionEng
    * and `Cookie`) on first access, and only then is the end of the response watched for changes to save. Until
    * then the kit's checks read the frozen loaded data through {@link sessionView}, and `req.user` is its (frozen)
    * user; building `req.session` hands `req.user` the session's own, changeable user.
-   * One descriptor serves every request; what each request loaded waits in `deferredSessions`.
+   * One descriptor serves every request; what each request loaded waits in its `LOADED` property.
    */
   const deferredSession: PropertyDescriptor = {
     configurable: true,
     enumerable: true,
     get(this: Request): Request['session'] {
-      const loaded = deferredSessions.get(this)!;
+      const loaded = loadedOf(this)!;
       // createSession assigns req.session, which lands in the setter below.
       const restored = store.createSession(this, JSON.parse(loaded.text) as SessionData);
       rememberSavedText(restored, loaded.text);
@@ -278,13 +281,13 @@ export function createSessionEngine(settings: SessionEngineSettings): SessionEng
       // The first access or assignment: the id is still the cookie's (regenerating needs the session built first).
       const cookieId = this.sessionID;
       Object.defineProperty(this, 'session', { configurable: true, enumerable: true, writable: true, value });
-      deferredSessions.delete(this);
+      (this as unknown as WithLoaded)[LOADED] = undefined;
       watchEnd(this, this.res!, cookieId);
     },
   };
 
   function deferSession(req: Request, loaded: LoadedSession): void {
-    deferredSessions.set(req, loaded);
+    (req as unknown as WithLoaded)[LOADED] = loaded;
     Object.defineProperty(req, 'session', deferredSession);
   }
 

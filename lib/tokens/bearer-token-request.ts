@@ -26,7 +26,8 @@ function countAuthorizationHeaders(req: Request): number {
   const raw = req.rawHeaders;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string;
-    if (name.length === 13 && name.toLowerCase() === 'authorization') count++;
+    // The two spellings clients send are compared as they are; only another casing pays for a lower-case copy.
+    if (name.length === 13 && (name === 'Authorization' || name === 'authorization' || name.toLowerCase() === 'authorization')) count++;
   }
   return count;
 }
@@ -44,7 +45,11 @@ export function extractBearerToken(req: Request, places: TokenPlaces, errors: Be
   if (header !== undefined) {
     // Node keeps only the first of repeated Authorization headers; a second one is an ambiguous request.
     if (countAuthorizationHeaders(req) > 1) return errors.invalidRequest(INVALID_REQUEST.twoMethods);
-    if (header.length >= 8 && header.charCodeAt(6) === 32 && header.slice(0, 6).toLowerCase() === 'bearer') {
+    if (
+      header.length >= 8 &&
+      header.charCodeAt(6) === 32 &&
+      (header.startsWith('Bearer') || header.slice(0, 6).toLowerCase() === 'bearer')
+    ) {
       found = { token: header.slice(7), fromHeader: true };
     } else if (
       places.allowDpop === true &&

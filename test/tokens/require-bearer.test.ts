@@ -29,6 +29,7 @@ import {
   type TestHttpServer,
 } from '../helpers/jose-tokens';
 import { expectProblem } from '../helpers/problem';
+import { rawHttp } from '../helpers/raw-http';
 
 const issuer = 'https://auth.example.test';
 const audience = 'shop-api';
@@ -236,6 +237,24 @@ describe('requireBearer RFC 6750 errors', () => {
       .get('/api')
       .set('Authorization', [`Bearer ${token}`, `Bearer ${token}`] as never);
     expectProblem(res, 400, 'invalid_request');
+  });
+
+  it.each([
+    ['Authorization', 'authorization'],
+    ['authorization', 'AUTHORIZATION'],
+    ['Authorization', 'aUTHORIZATION'],
+  ])('answers two Authorization headers spelt %s and %s with 400 invalid_request, and either alone with 200', async (first, second) => {
+    const line = `GET /api HTTP/1.1`;
+    const both = await rawHttp(server, line, { Host: 'api.example.test', [first]: `Bearer ${token}`, [second]: `Bearer ${token}` });
+    expect(both.status).toBe(400);
+    expect(JSON.parse(both.body)).toMatchObject({ code: 'invalid_request' });
+    for (const name of [first, second]) {
+      expect((await rawHttp(server, line, { Host: 'api.example.test', [name]: `Bearer ${token}` })).status).toBe(200);
+    }
+  });
+
+  it.each(['Bearer', 'bearer', 'BEARER', 'bEaReR'])('takes the scheme %s in any case', async (scheme) => {
+    await request(server).get('/api').set('Authorization', `${scheme} ${token}`).expect(200);
   });
 
   it('refuses a query token unless allowQueryToken, and a header plus a query token always', async () => {
