@@ -82,9 +82,19 @@ export function discardSession(req: Request): void {
  * const data = freezeDeep(JSON.parse(text));
  */
 export function freezeDeep<T>(value: T): T {
-  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const key in value) freezeDeep((value as Record<string, unknown>)[key]);
+  if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return value;
+  Object.freeze(value);
+  // Arrays by index: `for…in` would enumerate their indexes as strings.
+  if (Array.isArray(value)) {
+    for (let index = 0; index < value.length; index += 1) {
+      const member: unknown = value[index];
+      if (typeof member === 'object' && member !== null) freezeDeep(member);
+    }
+    return value;
+  }
+  for (const key in value) {
+    const member = (value as Record<string, unknown>)[key];
+    if (typeof member === 'object' && member !== null) freezeDeep(member);
   }
   return value;
 }

@@ -1,11 +1,12 @@
 import { createSecretKey } from 'node:crypto';
+import fc from 'fast-check';
 import request from 'supertest';
 import { expectRandomTokens } from '../helpers/randomness';
 import { testRedisStore } from '../helpers/redis';
 import { forgeSessionCookie } from '../helpers/session-cookies';
 import { loginAs, sessionCookieOf, sessionIdOf, ssoOptions, startSsoApp, TEST_SECRET, userId, via } from '../helpers/sso-apps';
 import { ssoSession, type SsoSessionMiddleware } from '../../lib';
-import { unsignSessionId } from '../../lib/session/session-engine';
+import { freezeDeep, unsignSessionId } from '../../lib/session/session-engine';
 
 describe('session cookie signatures', () => {
   const keys = [createSecretKey(Buffer.from(TEST_SECRET))];
@@ -35,6 +36,37 @@ describe('session cookie signatures', () => {
     ['another id with the same signature', valid.replace('abc', 'abd')],
   ])('refuses %s', (_name, value) => {
     expect(unsignSessionId(value, keys)).toBeUndefined();
+  });
+});
+
+describe('freezeDeep', () => {
+  function everyObjectIn(value: unknown, found: object[] = []): object[] {
+    if (typeof value === 'object' && value !== null) {
+      found.push(value);
+      for (const member of Object.values(value)) everyObjectIn(member, found);
+    }
+    return found;
+  }
+
+  it('freezes every object and array of a parsed session, however nested, and returns it unchanged', () => {
+    fc.assert(
+      fc.property(fc.jsonValue({ maxDepth: 6 }), (value) => {
+        const text = JSON.stringify(value);
+        const parsed: unknown = JSON.parse(text);
+        expect(freezeDeep(parsed)).toBe(parsed);
+        for (const member of everyObjectIn(parsed)) expect(Object.isFrozen(member)).toBe(true);
+        expect(JSON.stringify(parsed)).toBe(text);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('reaches objects inside arrays inside objects', () => {
+    const session = freezeDeep(JSON.parse('{"user":{"roles":["a"],"authentication":{"factors":[{"method":"pwd"}]}}}'));
+    expect(() => {
+      session.user.authentication.factors[0].method = 'otp';
+    }).toThrow(TypeError);
+    expect(() => session.user.roles.push('admin')).toThrow(TypeError);
   });
 });
 
