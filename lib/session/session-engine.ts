@@ -29,8 +29,8 @@ export interface EngineStore extends session.Store {
 
 const SAVED_TEXT = Symbol('express-sso-kit.savedText');
 /**
- * The session each request was loaded with, until its `req.session` is built: a symbol property of the request
- * (`JSON.stringify` and `for…in` skip it). It was a WeakMap beside the request while adding a property to an
+ * The session each request was loaded with, until its `req.session` is built: a symbol property of the request,
+ * not enumerable (`util.inspect`, `Object.assign` and `JSON.stringify` skip it). It was a WeakMap beside the request while adding a property to an
  * Express request copied the request's whole layout (Node 20, and Node 22 without `prepareForProperties`); a
  * WeakMap entry, though, is an ephemeron the garbage collector must trace on every young-generation collection, which
  * on Node 24 and 26 cost more than the property now does (docs/sessions.md, "Performance").
@@ -297,7 +297,9 @@ export function createSessionEngine(settings: SessionEngineSettings): SessionEng
   };
 
   function deferSession(req: Request, loaded: LoadedSession): void {
-    (req as unknown as WithLoaded)[LOADED] = loaded;
+    // Not enumerable: inspecting or copying the request must not print or carry the stored session (it may hold
+    // an OpenID Connect access token), as the lazy `req.session` accessor does not.
+    Object.defineProperty(req, LOADED, { configurable: true, enumerable: false, writable: true, value: loaded });
     Object.defineProperty(req, 'session', deferredSession);
   }
 

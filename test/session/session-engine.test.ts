@@ -1,4 +1,5 @@
 import { createSecretKey } from 'node:crypto';
+import { inspect } from 'node:util';
 import fc from 'fast-check';
 import request from 'supertest';
 import { expectRandomTokens } from '../helpers/randomness';
@@ -91,6 +92,14 @@ describe('the session engine in an app', () => {
           req.session.oidcTransactions = { streamed: 'yes' };
           res.end('part two');
         });
+        app.get('/inspect', (req, res) => {
+          // What a handler that logs the whole request would print, before anything reads req.session.
+          // The symbols a spread or Object.assign would copy (a spread itself would build req.session).
+          const copied = Object.getOwnPropertySymbols(req)
+            .filter((symbol) => Object.getOwnPropertyDescriptor(req, symbol)!.enumerable)
+            .map((symbol) => symbol.toString());
+          res.type('text').send(`${inspect(req, { depth: 6 })}\ncopied symbols: ${copied.join(', ')}`);
+        });
         app.get('/reload', (req, res, next) => {
           req.session.reload((error: unknown) => (error ? next(error) : res.json({ user: req.session.user?.id ?? null })));
         });
@@ -128,6 +137,18 @@ describe('the session engine in an app', () => {
     const res = await request(shop.server).get('/start-transaction').set('Host', 'shop.example.test');
     expect(res.status).toBe(302);
     expect(res.headers['set-cookie']).toBeUndefined();
+  });
+
+  it('keeps the stored session out of an inspected or copied request until the handler reads req.session', async () => {
+    const cookie = await loginAs(shop.server, 'shop.example.test', { id: 'inspected' });
+    const stored = await via(shop.server, 'shop.example.test', 'get', '/start-transaction', cookie);
+    expect(stored.status).toBe(302);
+    expect((await via(shop.server, 'shop.example.test', 'get', '/transaction', cookie)).body).toEqual({ 'state-1': 'verifier' });
+    const printed = (await via(shop.server, 'shop.example.test', 'get', '/inspect', cookie)).text;
+    expect(printed).toContain('IncomingMessage');
+    expect(printed).not.toContain('state-1');
+    expect(printed).not.toContain('verifier');
+    expect(printed).not.toMatch(/copied symbols: .*loadedSession/);
   });
 
   it('supports req.session.reload', async () => {
