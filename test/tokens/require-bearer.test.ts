@@ -657,8 +657,10 @@ describe('requireBearer with a JWKS endpoint', () => {
 
   it('answers 503 with Retry-After when the endpoint is down and no key was ever fetched', async () => {
     const uri = jwks.jwksUri;
-    await jwks.close();
+    // The app listens before the endpoint closes, so it cannot be given the endpoint's freed port (its own 401 would
+    // then read as a broken key set, 502).
     const server = await serve({ jwksUri: uri, algorithms: ['RS256'], issuer, audience });
+    await jwks.close();
     const res = await request(server)
       .get('/api')
       .set(bearer(await mint(first.privateKey, 'RS256')));
