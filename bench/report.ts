@@ -43,6 +43,12 @@ const HEADLINE: Array<[string, string, string, string | undefined]> = [
   ['bearer', 'bare', 'bare Express route (bearer suite)', undefined],
   ['bearer', 'bare-prepared', 'bare + `prepareForProperties`', undefined],
   ['bearer', 'bare-middleware', 'bare + one pass-through middleware (the floor of any guard)', undefined],
+  [
+    'bearer',
+    'bare-token-hash',
+    "the same whose middleware takes the token's SHA-256 and one Map lookup (the floor of a cache that holds no token)",
+    undefined,
+  ],
   ['bearer', 'oauth2-jwt-bearer-rs256', 'express-oauth2-jwt-bearer RS256', undefined],
   ['bearer', 'kit-rs256-jwks', 'kit `requireBearer` RS256 via JWKS (cached)', 'oauth2-jwt-bearer-rs256'],
   ['bearer', 'kit-hs256', 'kit `requireBearer` HS256 (cached)', 'oauth2-jwt-bearer-rs256'],

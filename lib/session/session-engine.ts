@@ -28,16 +28,42 @@ export interface EngineStore extends session.Store {
 }
 
 const SAVED_TEXT = Symbol('express-sso-kit.savedText');
+/** A base class whose constructor hands back the object it is given, so a subclass can add its fields to it. */
+class Adopts {
+  constructor(target: object) {
+    return target as Adopts;
+  }
+}
+
 /**
- * The session each request was loaded with, until its `req.session` is built: a symbol property of the request,
- * not enumerable (`util.inspect`, `Object.assign` and `JSON.stringify` skip it). It was a WeakMap beside the request while adding a property to an
- * Express request copied the request's whole layout (Node 20, and Node 22 without `prepareForProperties`); a
- * WeakMap entry, though, is an ephemeron the garbage collector must trace on every young-generation collection, which
- * on Node 24 and 26 cost more than the property now does (docs/sessions.md, "Performance").
+ * The session each request was loaded with, until its `req.session` is built, kept in a private field the engine adds
+ * to the request: no code outside this class can read it, `util.inspect`, `Object.assign`, a spread and
+ * `JSON.stringify` never see it (it may hold an OpenID Connect access token), and adding it costs what a property
+ * assignment does. A symbol property kept hidden with `Object.defineProperty` cost two to three times as much on
+ * Node 24 and 26 (the defining call); a WeakMap entry is an ephemeron the garbage collector traces on every
+ * young-generation collection (docs/sessions.md, "Performance").
  */
-const LOADED = Symbol('express-sso-kit.loadedSession');
-type WithLoaded = Record<typeof LOADED, LoadedSession | undefined>;
-const loadedOf = (req: Request): LoadedSession | undefined => (req as unknown as WithLoaded)[LOADED];
+class LoadedSlot extends Adopts {
+  #loaded: LoadedSession | undefined;
+
+  private constructor(req: Request, loaded: LoadedSession | undefined) {
+    super(req);
+    this.#loaded = loaded;
+  }
+
+  /** Gives the request its loaded session (or none), adding the field the first time. */
+  static put(req: Request, loaded: LoadedSession | undefined): void {
+    if (#loaded in req) (req as unknown as LoadedSlot).#loaded = loaded;
+    else if (loaded !== undefined) new LoadedSlot(req, loaded);
+  }
+
+  /** The request's loaded session, undefined once `req.session` is built or when none was loaded. */
+  static of(req: Request): LoadedSession | undefined {
+    return #loaded in req ? (req as unknown as LoadedSlot).#loaded : undefined;
+  }
+}
+
+const loadedOf = (req: Request): LoadedSession | undefined => LoadedSlot.of(req);
 const DISCARDED = Symbol('express-sso-kit.discardedSession');
 const debug = debugChannel('session');
 const VERIFIED_CACHE_SIZE = 10_000;
@@ -274,7 +300,7 @@ export function createSessionEngine(settings: SessionEngineSettings): SessionEng
    * and `Cookie`) on first access, and only then is the end of the response watched for changes to save. Until
    * then the kit's checks read the frozen loaded data through {@link sessionView}, and `req.user` is its (frozen)
    * user; building `req.session` hands `req.user` the session's own, changeable user.
-   * One descriptor serves every request; what each request loaded waits in its `LOADED` property.
+   * One descriptor serves every request; what each request loaded waits in its private field (`LoadedSlot`).
    */
   const deferredSession: PropertyDescriptor = {
     configurable: true,
@@ -291,15 +317,15 @@ export function createSessionEngine(settings: SessionEngineSettings): SessionEng
       // The first access or assignment: the id is still the cookie's (regenerating needs the session built first).
       const cookieId = this.sessionID;
       Object.defineProperty(this, 'session', { configurable: true, enumerable: true, writable: true, value });
-      (this as unknown as WithLoaded)[LOADED] = undefined;
+      LoadedSlot.put(this, undefined);
       watchEnd(this, this.res!, cookieId);
     },
   };
 
   function deferSession(req: Request, loaded: LoadedSession): void {
-    // Not enumerable: inspecting or copying the request must not print or carry the stored session (it may hold
-    // an OpenID Connect access token), as the lazy `req.session` accessor does not.
-    Object.defineProperty(req, LOADED, { configurable: true, enumerable: false, writable: true, value: loaded });
+    // Inspecting or copying the request must not print or carry the stored session (it may hold an OpenID Connect
+    // access token), as the lazy `req.session` accessor does not.
+    LoadedSlot.put(req, loaded);
     Object.defineProperty(req, 'session', deferredSession);
   }
 
