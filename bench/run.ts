@@ -73,8 +73,8 @@ export interface Arguments {
   /** True with --source: the servers run the TypeScript sources through tsx instead of tsc's build. */
   source: boolean;
   /** Set in a per-version child run: write this run's figures as JSON there instead of printing the final report. */
-  jsonOut: string | undefined;
-  /** The options as given, minus --node, --write and --json-out: what each per-version child run is started with. */
+  childOut: string | undefined;
+  /** The options as given, minus --node, --write and --child-out: what each per-version child run is started with. */
   forwarded: string[];
 }
 
@@ -85,7 +85,7 @@ function parseArguments(argv: string[]): Arguments {
   let write = false;
   let pin = true;
   let nodes = DEFAULT_NODE_MAJORS;
-  let jsonOut: string | undefined;
+  let childOut: string | undefined;
   let paced = true;
   let source = false;
   const skip: string[] = [];
@@ -98,8 +98,9 @@ function parseArguments(argv: string[]): Arguments {
       index += 1;
       continue;
     }
-    if (flag === '--json-out' && value) {
-      jsonOut = value;
+    // Internal: the runner starts one child per Node version with it (measureOnOtherNode).
+    if (flag === '--child-out' && value) {
+      childOut = value;
       index += 1;
       continue;
     }
@@ -131,7 +132,7 @@ function parseArguments(argv: string[]): Arguments {
         `bench: unknown option ${String(flag)} (known: --write, --node, --suite, --skip, --no-paced, --source, --duration, --warmup, --connections, --rounds, --no-pin)`,
       );
   }
-  return { write, pin, suites, settings, rounds, nodes, jsonOut, forwarded, skip, paced, source };
+  return { write, pin, suites, settings, rounds, nodes, childOut, forwarded, skip, paced, source };
 }
 
 function formatRate(value: number): string {
@@ -538,7 +539,7 @@ async function measureOnOtherNode(major: string, args: Arguments): Promise<NodeR
   const out = join(folder, `node-${major}.json`);
   try {
     console.log(`\n=== Node ${major}: ${node} ===`);
-    const child = spawn(node, ['--import', tsxLoader, __filename, ...args.forwarded, '--json-out', out], { stdio: 'inherit' });
+    const child = spawn(node, ['--import', tsxLoader, __filename, ...args.forwarded, '--child-out', out], { stdio: 'inherit' });
     const code = await new Promise<number | null>((resolve, reject) => {
       child.once('error', reject);
       child.once('exit', resolve);
@@ -552,10 +553,10 @@ async function measureOnOtherNode(major: string, args: Arguments): Promise<NodeR
 
 async function main(): Promise<void> {
   const args = parseArguments(process.argv.slice(2));
-  if (args.jsonOut !== undefined) {
+  if (args.childOut !== undefined) {
     // A per-version run started by the runner below: measure, hand the figures back, print nothing more.
     const run = await measureOnThisNode(args);
-    await writeFile(args.jsonOut, JSON.stringify(run));
+    await writeFile(args.childOut, JSON.stringify(run));
     return;
   }
   // Built once, before any version runs: every server process of every version runs the same JavaScript.
